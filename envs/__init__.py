@@ -1,0 +1,1 @@
+"""omnigym's environment families; each sub-package registers its ids when imported."""

@@ -1,0 +1,1 @@
+"""Evaluators: rollouts, statistics, scorecards and reports (DESIGN §5)."""

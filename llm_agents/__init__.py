@@ -1,0 +1,1 @@
+"""Language-model agents (DipLLM, C-3PO, BC/filtered-BC/PPO text policies) — later issues."""

@@ -1,0 +1,95 @@
+"""The agent protocol and the agent registry.
+
+An agent is anything with ``act(observation, info) -> action`` (DESIGN §3); ``reset(seed)``,
+``learn(env_or_dataset, budget)``, ``save(path)`` and ``load(path)`` are optional. Agents are
+named three ways, in this order of lookup:
+
+- ``"module:Class"``: any importable class;
+- a name registered for one environment id (``"oracle"`` is registered by each family beside
+  its environments, through :class:`omnigym.registry.EnvInfo.agents`);
+- a name registered for every environment (``"random"``) with :func:`register_agent`.
+
+An agent class may take an ``env`` argument: it then receives the environment it will play, to
+read spaces and public constants from (never hidden state).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any, Protocol, runtime_checkable
+
+from omnigym.registry import load_entry_point, spec
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What the rollout loop needs of an agent."""
+
+    def act(self, observation: Any, info: dict[str, Any]) -> Any: ...
+
+
+class UnknownAgentError(ValueError):
+    """An agent name that resolves to nothing; the message names the closest known names."""
+
+
+_AGENTS: dict[str, str] = {}
+
+
+def register_agent(name: str, entry_point: str) -> None:
+    """Register an agent usable on every environment under ``name``."""
+    if ":" in name:
+        raise ValueError(f"agent name {name!r} may not contain ':' (reserved for module:Class)")
+    if _AGENTS.get(name, entry_point) != entry_point:
+        raise ValueError(f"agent name {name!r} is already registered differently")
+    _AGENTS[name] = entry_point
+
+
+def list_agents(env_id: str | None = None) -> list[str]:
+    """Names usable on ``env_id`` (or on every environment when ``env_id`` is None)."""
+    names = set(_AGENTS)
+    if env_id is not None:
+        names |= set(spec(env_id).agents)
+    return sorted(names)
+
+
+def resolve_agent(name: str, env_id: str | None = None) -> str:
+    """The entry point that ``name`` stands for on ``env_id``."""
+    if ":" in name:
+        return name
+    if env_id is not None:
+        env_agents = spec(env_id).agents
+        if name in env_agents:
+            return env_agents[name]
+    if name in _AGENTS:
+        return _AGENTS[name]
+    known = list_agents(env_id)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    where = f" for {env_id}" if env_id else ""
+    raise UnknownAgentError(
+        f"unknown agent {name!r}{where}{hint} (known: {', '.join(known) or 'none'}; "
+        "or name a class as module:Class)"
+    )
+
+
+def make_agent(name: str, env: Any = None, env_id: str | None = None, **kwargs: Any) -> Agent:
+    """Build the agent called ``name`` for ``env`` (whose id is ``env_id``)."""
+    entry_point = resolve_agent(name, env_id)
+    try:
+        factory = load_entry_point(entry_point)
+    except (ImportError, ValueError) as error:
+        raise UnknownAgentError(f"agent {name!r}: cannot load {entry_point!r}: {error}") from None
+    if _takes_env(factory):
+        kwargs = {"env": env, **kwargs}
+    agent = factory(**kwargs)
+    if not callable(getattr(agent, "act", None)):
+        raise UnknownAgentError(f"agent {name!r} ({entry_point}) has no act(observation, info)")
+    return agent
+
+
+def _takes_env(factory: Any) -> bool:
+    try:
+        return "env" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,130 @@
+"""The environment registry: one table of every omnigym id and the one door to make them.
+
+Families call :func:`register` from their package ``__init__`` with entry-point *strings*, so
+registering never imports an environment's module (no torch, renderer or game engine at
+``import omnigym``). Single-agent ids are also registered with Gymnasium, which is what makes
+``gym.make("omnigym:LMRL/Wordle-v0")`` work; multi-agent ids live only here and are made into
+PettingZoo ``ParallelEnv`` (or AEC) environments by :func:`make` / :func:`make_aec`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import gymnasium
+
+Kind = Literal["single", "multi"]
+ObsKind = Literal["pixels", "voxels", "text", "vector", "dict"]
+
+
+class UnknownEnvError(ValueError):
+    """An id that no family registered; the message names the closest registered ids."""
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """Metadata of one registered environment id.
+
+    ``entry_point`` and ``aec_entry_point`` are ``"module:attr"`` strings, resolved only when an
+    environment is made. ``normalizer`` names a ``"module:function"`` that the evaluator calls to
+    turn a return summary into the family's normalized score (see
+    :mod:`omnigym.evaluators.scorecard`); ``agents`` maps agent names that only make sense for
+    this id (``"oracle"``) to their entry points.
+    """
+
+    id: str
+    entry_point: str
+    family: str
+    kind: Kind
+    obs_kind: ObsKind
+    paper: str
+    description: str = ""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    normalizer: str | None = None
+    agents: Mapping[str, str] = field(default_factory=dict)
+    aec_entry_point: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["kwargs"] = dict(self.kwargs)
+        record["agents"] = sorted(self.agents)
+        return record
+
+
+_REGISTRY: dict[str, EnvInfo] = {}
+
+
+def register(info: EnvInfo) -> None:
+    """Add ``info`` to the registry (and to Gymnasium's, for single-agent ids).
+
+    Registering the same record twice is a no-op; registering a different record under a taken id
+    is an error, so two families can never silently shadow each other.
+    """
+    previous = _REGISTRY.get(info.id)
+    if previous is not None:
+        if previous != info:
+            raise ValueError(f"environment id {info.id!r} is already registered differently")
+        return
+    _REGISTRY[info.id] = info
+    if info.kind == "single" and info.id not in gymnasium.registry:
+        gymnasium.register(id=info.id, entry_point=info.entry_point, kwargs=dict(info.kwargs))
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """Import ``"package.module:attr"`` and return the attribute."""
+    module_name, sep, attr = entry_point.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"entry point {entry_point!r} is not of the form 'module:attr'")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
+
+
+def spec(env_id: str) -> EnvInfo:
+    """The :class:`EnvInfo` of ``env_id``; unknown ids raise :class:`UnknownEnvError`."""
+    try:
+        return _REGISTRY[env_id]
+    except KeyError:
+        close = difflib.get_close_matches(env_id, list(_REGISTRY), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownEnvError(
+            f"unknown environment id {env_id!r}{hint} (`omnigym list` shows every id)"
+        ) from None
+
+
+def list_envs(family: str | None = None, kind: Kind | None = None) -> list[EnvInfo]:
+    """Every registered environment, sorted by id, optionally filtered by family or kind."""
+    return [
+        info
+        for env_id, info in sorted(_REGISTRY.items())
+        if (family is None or info.family.lower() == family.lower())
+        and (kind is None or info.kind == kind)
+    ]
+
+
+def make(env_id: str, **kwargs: Any) -> Any:
+    """Make ``env_id``: a ``gymnasium.Env`` for single-agent ids, a PettingZoo ``ParallelEnv``
+    for multi-agent ones. Keyword arguments go to the environment's constructor."""
+    info = spec(env_id)
+    if info.kind == "single":
+        return gymnasium.make(env_id, **kwargs)
+    return load_entry_point(info.entry_point)(**{**info.kwargs, **kwargs})
+
+
+def make_aec(env_id: str, **kwargs: Any) -> Any:
+    """Make the PettingZoo AEC form of a multi-agent id (native AEC where the family has one,
+    else PettingZoo's parallel-to-AEC conversion)."""
+    info = spec(env_id)
+    if info.kind != "multi":
+        raise ValueError(f"{env_id!r} is a single-agent environment; use omnigym.make")
+    if info.aec_entry_point is not None:
+        return load_entry_point(info.aec_entry_point)(**{**info.kwargs, **kwargs})
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(make(env_id, **kwargs))
