@@ -73,18 +73,23 @@ def resolve_agent(name: str, env_id: str | None = None) -> str:
     )
 
 
-def make_agent(name: str, env: Any = None, env_id: str | None = None, **kwargs: Any) -> Agent:
-    """Build the agent called ``name`` for ``env`` (whose id is ``env_id``)."""
+def load_agent_factory(name: str, env_id: str | None = None) -> Any:
+    """The class (or factory) that ``name`` stands for on ``env_id``, imported."""
     entry_point = resolve_agent(name, env_id)
     try:
-        factory = load_entry_point(entry_point)
+        return load_entry_point(entry_point)
     except (ImportError, ValueError) as error:
         raise UnknownAgentError(f"agent {name!r}: cannot load {entry_point!r}: {error}") from None
+
+
+def make_agent(name: str, env: Any = None, env_id: str | None = None, **kwargs: Any) -> Agent:
+    """Build the agent called ``name`` for ``env`` (whose id is ``env_id``)."""
+    factory = load_agent_factory(name, env_id)
     if _takes_env(factory):
         kwargs = {"env": env, **kwargs}
     agent = factory(**kwargs)
     if not callable(getattr(agent, "act", None)):
-        raise UnknownAgentError(f"agent {name!r} ({entry_point}) has no act(observation, info)")
+        raise UnknownAgentError(f"agent {name!r} has no act(observation, info) method")
     return agent
 
 

@@ -1,0 +1,195 @@
+"""``make bench``: speed and memory figures, each beside its reference as a ratio.
+
+    python -m benchmarks.run --out benchmarks/results.json [--only NAME ...]
+
+Every figure is a record ``{"name", "value", "unit", "reference", "ratio", "goal", "meets_goal",
+"details"}``; ``ratio`` is value / reference, oriented so that ``ratio >= 1`` meets the goal
+(for costs such as overhead the reference is the allowed maximum and the ratio is inverted).
+Nothing here is a test: timings go to the JSON file, never into assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Figure = dict[str, Any]
+
+
+def _figure(
+    name: str,
+    value: float,
+    unit: str,
+    reference: float,
+    goal: str,
+    higher_is_better: bool = True,
+    **details: Any,
+) -> Figure:
+    ratio = value / reference if higher_is_better else reference / max(value, 1e-12)
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "reference": reference,
+        "ratio": ratio,
+        "goal": goal,
+        "meets_goal": ratio >= 1.0,
+        "details": details,
+    }
+
+
+def env_steps_per_second(env_id: str, steps: int = 50_000) -> Figure:
+    """Environment steps per second through ``omnigym.make`` with random legal actions."""
+    from omnigym.cli import bench
+
+    result = bench(env_id, steps=steps)
+    return _figure(
+        f"{env_id} steps/s",
+        result["steps_per_sec"],
+        "steps/s",
+        10_000.0,
+        ">= 10,000 steps/s",
+        peak_rss_mb=result["peak_rss_mb"],
+        steps=steps,
+    )
+
+
+def import_time(repeats: int = 5) -> Figure:
+    """Wall time of ``python -c 'import omnigym'`` (best of ``repeats``), against 0.5 s."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import omnigym"], check=True)
+        times.append(time.perf_counter() - start)
+    bare = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - start)
+    return _figure(
+        "import omnigym",
+        min(times),
+        "s",
+        0.5,
+        "< 0.5 s",
+        higher_is_better=False,
+        interpreter_start_s=min(bare),
+    )
+
+
+def evaluator_overhead(env_id: str = "LMRL/MazeFO-v0", episodes: int = 300) -> Figure:
+    """Per-episode time of ``evaluate`` (records + episodes.jsonl) over a bare reset/step loop."""
+    import tempfile
+
+    from omnigym.evaluators.rollout import episode_seeds, evaluate
+    from omnigym.evaluators.store import EpisodeStore
+
+    import omnigym
+
+    env = omnigym.make(env_id)
+    agent = omnigym.make_agent("random", env=env, env_id=env_id)
+
+    def bare_loop() -> float:
+        start = time.perf_counter()
+        for episode in range(episodes):
+            env_seed, agent_seed = episode_seeds(0, episode)
+            agent.reset(agent_seed)
+            observation, info = env.reset(seed=env_seed)
+            done = False
+            while not done:
+                observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+                done = terminated or truncated
+        return time.perf_counter() - start
+
+    def evaluator() -> float:
+        with tempfile.TemporaryDirectory() as folder, EpisodeStore(folder) as store:
+            start = time.perf_counter()
+            evaluate(env_id, "random", episodes=episodes, seeds=[0], store=store)
+            return time.perf_counter() - start
+
+    bare_loop(), evaluator()  # warm caches and imports
+    bare = min(bare_loop() for _ in range(3))
+    full = min(evaluator() for _ in range(3))
+    overhead = (full - bare) / bare
+    return _figure(
+        "evaluator overhead per episode",
+        max(overhead, 0.0),
+        "fraction of a bare loop",
+        0.10,
+        "<= 10 % over a bare loop",
+        higher_is_better=False,
+        env_id=env_id,
+        episodes=episodes,
+        bare_ms_per_episode=1000 * bare / episodes,
+        evaluate_ms_per_episode=1000 * full / episodes,
+    )
+
+
+def worker_speedup(env_id: str = "LMRL/Wordle-v0", agent: str = "oracle", episodes: int = 400) -> Figure:
+    """Wall-time speed-up of ``evaluate(workers=2)`` over ``workers=1`` on a CPU-bound pair."""
+    from omnigym.evaluators.rollout import evaluate
+
+    evaluate(env_id, agent, episodes=2)  # warm the oracle's caches in this process
+    start = time.perf_counter()
+    evaluate(env_id, agent, episodes=episodes, seeds=[0])
+    serial = time.perf_counter() - start
+    start = time.perf_counter()
+    evaluate(env_id, agent, episodes=episodes, seeds=[0], workers=2)
+    parallel = time.perf_counter() - start
+    return _figure(
+        "workers=2 speed-up",
+        serial / parallel,
+        "x over workers=1",
+        1.6,
+        ">= 1.6x",
+        env_id=env_id,
+        agent=agent,
+        episodes=episodes,
+        serial_s=serial,
+        parallel_s=parallel,
+    )
+
+
+BENCHMARKS: dict[str, Callable[[], Figure]] = {
+    "wordle_steps": lambda: env_steps_per_second("LMRL/Wordle-v0"),
+    "maze_fo_steps": lambda: env_steps_per_second("LMRL/MazeFO-v0"),
+    "import_time": import_time,
+    "evaluator_overhead": evaluator_overhead,
+    "worker_speedup": worker_speedup,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results.json"))
+    parser.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), help="run only these")
+    args = parser.parse_args(argv)
+    figures = []
+    for name in args.only or BENCHMARKS:
+        figure = BENCHMARKS[name]()
+        figures.append(figure)
+        mark = "ok " if figure["meets_goal"] else "MISS"
+        print(
+            f"[{mark}] {figure['name']}: {figure['value']:.4g} {figure['unit']} "
+            f"(goal {figure['goal']}; ratio {figure['ratio']:.2f})",
+            flush=True,
+        )
+    result = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "figures": figures,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""Rollouts: play episodes of one agent on one environment and record them (DESIGN §5).
+
+:func:`evaluate` is the entry point. Episodes are identified by ``(seed, episode)``; each gets its
+own environment seed and agent seed derived from that pair with NumPy's ``SeedSequence``, so a
+result never depends on which worker played it or in which order. With ``workers > 1`` the
+episodes run in local worker processes (``forkserver`` start method: no fork of a process that
+holds threads), each of which builds its environment and agent once and then plays many
+episodes. With a ``store`` the run resumes: stored episodes are skipped, new ones are appended
+and flushed one by one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from omnigym.agent import make_agent
+from omnigym.registry import make, spec
+
+from .store import EpisodeKey, EpisodeStore
+
+Record = dict[str, Any]
+
+
+def episode_seeds(seed: int, episode: int) -> tuple[int, int]:
+    """The (environment seed, agent seed) of episode ``episode`` of run seed ``seed``."""
+    env_seed, agent_seed = np.random.SeedSequence([seed, episode]).generate_state(2)
+    return int(env_seed), int(agent_seed)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to rebuild the environment and the agent of one evaluation.
+
+    ``agent`` is a registry name (built in each process) or an agent object (sent to each
+    worker by pickling, e.g. an agent trained in the parent).
+    """
+
+    env_id: str
+    agent: Any
+    label: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def build(self) -> tuple[Any, Any]:
+        env = make(self.env_id, **self.env_kwargs)
+        if isinstance(self.agent, str):
+            agent = make_agent(self.agent, env=env, env_id=self.env_id, **self.agent_kwargs)
+        else:
+            agent = self.agent
+        return env, agent
+
+
+def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
+    """Play one episode and return its record (without env id and agent label)."""
+    env_seed, agent_seed = episode_seeds(seed, episode)
+    start = time.perf_counter()
+    reset_agent = getattr(agent, "reset", None)
+    if reset_agent is not None:
+        reset_agent(agent_seed)
+    observation, info = env.reset(seed=env_seed)
+    total_reward = 0.0
+    total_cost = None
+    length = 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = agent.act(observation, info)
+        observation, reward, terminated, truncated, info = env.step(action)
+        total_reward += float(reward)
+        if "cost" in info:
+            total_cost = (total_cost or 0.0) + float(info["cost"])
+        length += 1
+    success = info.get("success")
+    normalized = info.get("normalized_score")
+    return {
+        "seed": seed,
+        "episode": episode,
+        "episode_seed": env_seed,
+        "return": total_reward,
+        "length": length,
+        "success": None if success is None else bool(success),
+        "cost": total_cost,
+        "normalized_score": None if normalized is None else float(normalized),
+        "metrics": {name: float(value) for name, value in info.get("metrics", {}).items()},
+        "achievements": sorted(info.get("achievements", ())),
+        "terminated": bool(terminated),
+        "truncated": bool(truncated),
+        "wall_time": time.perf_counter() - start,
+    }
+
+
+_worker_state: dict[str, Any] = {}
+
+
+def _init_worker(job: Job) -> None:
+    _worker_state["job"] = job
+    _worker_state["env"], _worker_state["agent"] = job.build()
+
+
+def _worker_episode(seed: int, episode: int) -> Record:
+    job = _worker_state["job"]
+    record = run_episode(_worker_state["env"], _worker_state["agent"], seed, episode)
+    return {"env_id": job.env_id, "agent": job.label, **record}
+
+
+def evaluate(
+    env_id: str,
+    agent: Any,
+    episodes: int = 10,
+    seeds: Sequence[int] = (0,),
+    env_kwargs: dict[str, Any] | None = None,
+    agent_kwargs: dict[str, Any] | None = None,
+    workers: int = 1,
+    label: str | None = None,
+    store: EpisodeStore | None = None,
+    on_episode: Callable[[Record], None] | None = None,
+) -> list[Record]:
+    """Play ``episodes`` episodes for each of ``seeds`` and return their records.
+
+    ``agent`` is a registry name (``"random"``, ``"oracle"``, ``"module:Class"``) or an agent
+    object. Records are ordered by (seed, episode) and carry ``env_id`` and ``agent`` (``label``,
+    by default the agent's name or class name). Episodes already in ``store`` are not replayed;
+    new ones are appended to it as they finish. ``on_episode`` is called after each new episode
+    (progress bars).
+    """
+    spec(env_id)  # unknown ids fail here, before any process starts
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if label is None:
+        label = agent if isinstance(agent, str) else type(agent).__name__
+    job = Job(env_id, agent, label, dict(env_kwargs or {}), dict(agent_kwargs or {}))
+    keys: list[EpisodeKey] = [
+        (env_id, label, int(seed), episode) for seed in seeds for episode in range(episodes)
+    ]
+    todo = [key for key in keys if store is None or key not in store]
+    fresh: dict[EpisodeKey, Record] = {}
+
+    def collect(record: Record) -> None:
+        fresh[(env_id, label, record["seed"], record["episode"])] = record
+        if store is not None:
+            store.append(record)
+        if on_episode is not None:
+            on_episode(record)
+
+    if todo and workers == 1:
+        env, built_agent = job.build()
+        try:
+            for _, _, seed, episode in todo:
+                record = run_episode(env, built_agent, seed, episode)
+                collect({"env_id": env_id, "agent": label, **record})
+        finally:
+            env.close()
+    elif todo:
+        _run_in_workers(job, [(seed, episode) for _, _, seed, episode in todo], workers, collect)
+    if store is None:
+        return [fresh[key] for key in keys]
+    return store.select(keys)
+
+
+def _run_in_workers(
+    job: Job,
+    tasks: Iterable[tuple[int, int]],
+    workers: int,
+    collect: Callable[[Record], None],
+) -> None:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["omnigym"])
+    pending = iter(tasks)
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(job,)
+    ) as pool:
+        # Keep a bounded number of episodes in flight so a kill loses little and memory stays flat.
+        in_flight = set()
+        while True:
+            for seed, episode in islice(pending, 4 * workers - len(in_flight)):
+                in_flight.add(pool.submit(_worker_episode, seed, episode))
+            if not in_flight:
+                break
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                collect(future.result())

@@ -1,0 +1,274 @@
+"""The ``omnigym`` command line: list, eval, run, report, bench, play.
+
+Bad input (an unknown environment or agent, a malformed scenario) prints one clear message to
+stderr and exits with status 2 before anything is written. Long work shows a progress bar on
+stderr, so ``--json`` output on stdout stays machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import omnigym
+from omnigym.agent import UnknownAgentError
+from omnigym.registry import UnknownEnvError
+from omnigym.scenario import ScenarioError
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """Bad input from the command line; printed and answered with exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except (UsageError, UnknownEnvError, UnknownAgentError, ScenarioError) as error:
+        print(f"omnigym {args.command}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="omnigym", description="Environments, agents and scorecards for recent ML papers."
+    )
+    parser.add_argument("--version", action="version", version=f"omnigym {omnigym.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the registered environments")
+    listing.add_argument("--family", help="only this family (e.g. LMRL)")
+    listing.add_argument("--json", action="store_true", help="print JSON records")
+    listing.set_defaults(handler=_list)
+
+    evaluation = commands.add_parser("eval", help="evaluate one agent on one environment")
+    evaluation.add_argument("env_id")
+    evaluation.add_argument("--agent", required=True, help="random, oracle, or module:Class")
+    evaluation.add_argument("--episodes", type=_positive, default=10)
+    evaluation.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    evaluation.add_argument("--workers", type=_positive, default=1)
+    evaluation.add_argument("--out", type=Path, help="write episodes, scorecard and report here")
+    evaluation.add_argument("--json", action="store_true", help="print the scorecard record")
+    evaluation.set_defaults(handler=_eval)
+
+    run = commands.add_parser("run", help="run a scenario file")
+    run.add_argument("scenario", type=Path)
+    run.add_argument("--out", type=Path, help="output folder (default: the scenario's out:)")
+    run.add_argument("--quick", action="store_true", help="apply the scenario's quick: block")
+    run.set_defaults(handler=_run)
+
+    report = commands.add_parser("report", help="re-render a report from episodes.jsonl")
+    report.add_argument("folder", type=Path)
+    report.set_defaults(handler=_report)
+
+    bench = commands.add_parser("bench", help="measure an environment's steps per second")
+    bench.add_argument("env_id")
+    bench.add_argument("--steps", type=_positive, default=10_000)
+    bench.add_argument("--agent", default="random", help="who picks the actions (default random)")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(handler=_bench)
+
+    play = commands.add_parser("play", help="play a text environment in the terminal")
+    play.add_argument("env_id")
+    play.add_argument("--seed", type=int, default=None)
+    play.set_defaults(handler=_play)
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _list(args: argparse.Namespace) -> int:
+    envs = omnigym.list_envs(family=args.family)
+    if args.family and not envs:
+        families = sorted({info.family for info in omnigym.list_envs()})
+        raise UsageError(f"no family {args.family!r} (families: {', '.join(families)})")
+    if args.json:
+        print(json.dumps([info.to_dict() for info in envs], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "family", "kind", "obs", "agents", "description")
+    for info in envs:
+        agents = ", ".join(omnigym.list_agents(info.id))
+        table.add_row(info.id, info.family, info.kind, info.obs_kind, agents, info.description)
+    Console().print(table)
+    return 0
+
+
+@contextmanager
+def _progress(total: int, description: str) -> Iterator[Any]:
+    """A rich progress bar on stderr; yields the per-episode callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+
+        def advance(record: dict[str, Any]) -> None:
+            progress.update(task, advance=1, description=f"{record['env_id']} {record['agent']}")
+
+        yield advance
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from omnigym.agent import load_agent_factory
+    from omnigym.evaluators.rollout import evaluate
+    from omnigym.evaluators.runner import write_outputs
+    from omnigym.evaluators.scorecard import build_scorecard, format_table
+    from omnigym.evaluators.store import EpisodeStore
+
+    omnigym.spec(args.env_id)
+    load_agent_factory(args.agent, args.env_id)
+    store = EpisodeStore(args.out) if args.out else None
+    try:
+        with _progress(args.episodes, f"{args.env_id} {args.agent}") as advance:
+            records = evaluate(
+                args.env_id,
+                args.agent,
+                episodes=args.episodes,
+                seeds=[args.seed],
+                workers=args.workers,
+                store=store,
+                on_episode=advance,
+            )
+    finally:
+        if store is not None:
+            store.close()
+    if args.out:
+        scorecard = write_outputs(records, args.out, title=f"{args.env_id}: {args.agent}").scorecard
+    else:
+        scorecard = build_scorecard(records)
+    if args.json:
+        print(json.dumps(scorecard["results"][0], indent=2))
+    else:
+        print(format_table(scorecard))
+        if args.out:
+            print(f"report: {(args.out / 'report.html').resolve()}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from omnigym.evaluators.runner import run_scenario, total_episodes
+    from omnigym.evaluators.scorecard import format_table
+    from omnigym.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    if args.quick:
+        scenario = scenario.quickened()
+    folder = args.out or (Path(scenario.out) if scenario.out else None)
+    if folder is None:
+        raise UsageError(f"{args.scenario}: no output folder: give --out or set out: in the file")
+    with _progress(total_episodes(scenario), scenario.name) as advance:
+        output = run_scenario(scenario, folder, on_episode=advance)
+    print(format_table(output.scorecard))
+    print(f"scorecard: {output.scorecard_json.resolve()}")
+    print(f"report: {output.report_html.resolve()}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from omnigym.evaluators.runner import write_outputs
+    from omnigym.evaluators.store import EPISODES_FILE, read_records
+
+    records = read_records(args.folder / EPISODES_FILE)
+    if not records:
+        raise UsageError(f"{args.folder}: no episode records in {EPISODES_FILE}")
+    output = write_outputs(records, args.folder, title=args.folder.name)
+    print(f"report: {output.report_html.resolve()}")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    result = bench(args.env_id, steps=args.steps, agent=args.agent, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"{result['env_id']}: {result['steps']} steps in {result['seconds']:.3f} s = "
+            f"{result['steps_per_sec']:,.0f} steps/s, peak RSS {result['peak_rss_mb']:.0f} MB"
+        )
+    return 0
+
+
+def bench(env_id: str, steps: int, agent: str = "random", seed: int = 0) -> dict[str, Any]:
+    """Time ``steps`` environment steps (resets included) with actions from ``agent``."""
+    env = omnigym.make(env_id)
+    actor = omnigym.make_agent(agent, env=env, env_id=env_id)
+    if hasattr(actor, "reset"):
+        actor.reset(seed)
+    observation, info = env.reset(seed=seed)
+    start = time.perf_counter()
+    for _ in range(steps):
+        observation, _, terminated, truncated, info = env.step(actor.act(observation, info))
+        if terminated or truncated:
+            observation, info = env.reset()
+    seconds = time.perf_counter() - start
+    env.close()
+    return {
+        "env_id": env_id,
+        "steps": steps,
+        "seconds": seconds,
+        "steps_per_sec": steps / seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _play(args: argparse.Namespace) -> int:
+    env = omnigym.make(args.env_id)
+    if omnigym.spec(args.env_id).obs_kind != "text":
+        raise UsageError(f"{args.env_id} is not a text environment; play works on text tasks")
+    _, info = env.reset(seed=args.seed)
+    print(info.get("last_message", ""))
+    total = 0.0
+    while True:
+        legal = info.get("legal_actions")
+        if legal:
+            print(f"(moves: {', '.join(legal)})")
+        try:
+            action = input("> ")
+        except EOFError:
+            print()
+            break
+        _, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        flag = "  (invalid)" if info.get("invalid_action") else ""
+        print(f"{info.get('last_message', '')}\n[reward {reward:+g}, return {total:+g}]{flag}")
+        if terminated or truncated:
+            outcome = "solved" if info.get("success") else ("cut off" if truncated else "over")
+            score = info.get("normalized_score")
+            extra = f", normalized score {score:.1f}" if score is not None else ""
+            print(f"episode {outcome}: return {total:+g}{extra}")
+            break
+    env.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Scenario files: YAML experiments validated by pydantic (DESIGN §5).
+
+A scenario names environments, agents, how many episodes per seed, the seeds, the worker count
+and the output folder; an optional ``quick:`` block overrides any of those under ``--quick``.
+
+    name: quickstart
+    envs: [LMRL/MazeFO-v0, {id: LMRL/Wordle-v0, kwargs: {hidden: fixed}}]
+    agents: [random, {name: oracle}, {name: "my_pkg.agents:MyAgent", label: mine, kwargs: {}}]
+    episodes: 20
+    seeds: [0, 1, 2]
+    workers: 1
+    out: results/quickstart
+    quick: {episodes: 5, seeds: [0]}
+
+Every error names the file, the field and what was expected; :func:`load_scenario` also checks
+that every environment id is registered and every agent name resolves on every environment, so a
+bad scenario fails before anything is run or written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from omnigym.agent import UnknownAgentError, load_agent_factory
+from omnigym.registry import UnknownEnvError, spec
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EnvEntry(_Strict):
+    """One environment: a registered id and constructor kwargs."""
+
+    id: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrainSpec(_Strict):
+    """Training before evaluation, for agents with ``learn(env, budget)``."""
+
+    budget: int = Field(gt=0, description="environment steps (or updates) given to learn()")
+
+
+class AgentEntry(_Strict):
+    """One agent: a registry name or ``module:Class``, an optional label and kwargs."""
+
+    name: str
+    label: str | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    train: TrainSpec | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+class QuickOverrides(_Strict):
+    """What ``--quick`` changes: fewer episodes or seeds, fewer workers, less training."""
+
+    episodes: int | None = Field(default=None, gt=0)
+    seeds: list[int] | None = Field(default=None, min_length=1)
+    workers: int | None = Field(default=None, gt=0)
+    train_budget: int | None = Field(default=None, gt=0)
+
+
+class Scenario(_Strict):
+    """A whole experiment; see the module docstring for the YAML form."""
+
+    name: str
+    description: str = ""
+    envs: list[EnvEntry] = Field(min_length=1)
+    agents: list[AgentEntry] = Field(min_length=1)
+    episodes: int = Field(default=10, gt=0, description="episodes per seed")
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    workers: int = Field(default=1, gt=0)
+    out: str | None = None
+    quick: QuickOverrides | None = None
+
+    @field_validator("envs", mode="before")
+    @classmethod
+    def _envs_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"id": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _agents_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int]) -> list[int]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"seeds must be distinct, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_labels(self) -> Scenario:
+        labels = [agent.display for agent in self.agents]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            raise ValueError(f"agent labels must be distinct; give a label to {duplicates}")
+        return self
+
+    def quickened(self) -> Scenario:
+        """This scenario with its ``quick:`` overrides applied."""
+        if self.quick is None:
+            return self
+        quick = self.quick
+        agents = self.agents
+        if quick.train_budget is not None:
+            agents = [
+                agent.model_copy(update={"train": TrainSpec(budget=quick.train_budget)})
+                if agent.train is not None
+                else agent
+                for agent in agents
+            ]
+        return self.model_copy(
+            update={
+                "episodes": quick.episodes or self.episodes,
+                "seeds": quick.seeds or self.seeds,
+                "workers": quick.workers or self.workers,
+                "agents": agents,
+            }
+        )
+
+
+def _format_validation_error(path: Path, error: ValidationError) -> str:
+    lines = [f"{path}: invalid scenario"]
+    for item in error.errors():
+        field = ".".join(
+            f"[{part}]" if isinstance(part, int) else str(part) for part in item["loc"]
+        ).replace(".[", "[")
+        lines.append(f"  field {field or '(top level)'}: {item['msg']} (got {item['input']!r})")
+    return "\n".join(lines)
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read, validate and resolve a scenario file; raises :class:`ScenarioError`."""
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ScenarioError(f"{file}: cannot read scenario ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{file}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{file}: expected a mapping of scenario fields at the top level")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as error:
+        raise ScenarioError(_format_validation_error(file, error)) from None
+    for index, env in enumerate(scenario.envs):
+        try:
+            spec(env.id)
+        except UnknownEnvError as error:
+            raise ScenarioError(f"{file}: field envs[{index}].id: {error}") from None
+        for agent_index, agent in enumerate(scenario.agents):
+            try:
+                load_agent_factory(agent.name, env.id)
+            except UnknownAgentError as error:
+                raise ScenarioError(f"{file}: field agents[{agent_index}].name: {error}") from None
+    return scenario

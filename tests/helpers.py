@@ -1,0 +1,28 @@
+"""Agents for tests, importable as ``tests.helpers:Name`` (the suite runs from the repo root)."""
+
+import time
+
+from omnigym.agents.random import RandomAgent
+
+
+class SlowRandomAgent(RandomAgent):
+    """The random agent, slowed down so a test can kill a run in the middle."""
+
+    def act(self, observation, info):
+        time.sleep(0.002)
+        return super().act(observation, info)
+
+
+class LearningAgent(RandomAgent):
+    """Counts the budget it was trained with, so a test can see training happened."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.trained_steps = 0
+
+    def learn(self, env, budget):
+        self.trained_steps += budget
+
+    def act(self, observation, info):
+        assert self.trained_steps > 0, "evaluated before learn()"
+        return super().act(observation, info)

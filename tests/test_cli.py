@@ -1,0 +1,187 @@
+"""The omnigym command line: outputs, exit codes, and that bad input writes nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from omnigym.evaluators.store import read_records
+
+from omnigym.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _omnigym(*args, cwd=ROOT, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "omnigym.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
+
+
+def _scenario(tmp_path, text, name="scenario.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_list_json_has_every_lmrl_id(capsys):
+    assert main(["list", "--family", "LMRL", "--json"]) == 0
+    ids = {record["id"] for record in json.loads(capsys.readouterr().out)}
+    assert {"LMRL/MazeFO-v0", "LMRL/MazePO-v0", "LMRL/Wordle-v0"} <= ids
+
+
+def test_eval_json_prints_one_scorecard_record(capsys):
+    assert main(["eval", "LMRL/MazeFO-v0", "--agent", "oracle", "--episodes", "5", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["env_id"] == "LMRL/MazeFO-v0" and record["episodes"] == 5
+    assert record["success_rate"] == 1.0
+    assert set(record["return"]) == {"mean", "median", "iqm", "ci95"}
+    assert record["normalized_score"]["mean"] > 90
+
+
+def test_eval_with_out_writes_episodes_scorecard_and_report(out_dir, capsys):
+    assert main(["eval", "LMRL/Wordle-v0", "--agent", "random", "--episodes", "3",
+                 "--out", str(out_dir)]) == 0  # fmt: skip
+    assert len(read_records(out_dir / "episodes.jsonl")) == 3
+    for name in ("scorecard.json", "scorecard.md", "report.html"):
+        assert (out_dir / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["eval", "LMRL/Wordel-v0", "--agent", "random"], "LMRL/Wordle-v0"),
+        (["eval", "LMRL/Wordle-v0", "--agent", "oracel"], "oracle"),
+        (["eval", "LMRL/Wordle-v0", "--agent", "nowhere:Agent"], "cannot load"),
+        (["list", "--family", "Nope"], "LMRL"),
+    ],
+)
+def test_bad_names_exit_2_with_a_clear_message_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "out"
+    result = _omnigym(*args, "--out", out) if args[0] == "eval" else _omnigym(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nepisodes: [1\n", "not valid YAML"),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nepisodes: -3\n", "field episodes"),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nepisode: 3\n", "field episode"),
+        ("name: x\nenvs: [LMRL/Maze-v0]\nagents: [random]\n", "field envs[0].id"),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random, orcle]\n", "field agents[1].name"),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random, random]\n", "labels must be distinct"),
+        ("- just\n- a list\n", "expected a mapping"),
+    ],
+)
+def test_malformed_scenario_exits_2_naming_file_and_field(tmp_path, text, message):
+    path = _scenario(tmp_path, text)
+    out = tmp_path / "out"
+    result = _omnigym("run", path, "--out", out)
+    assert result.returncode == 2, result.stderr
+    assert str(path) in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_missing_scenario_file_exits_2(tmp_path):
+    result = _omnigym("run", tmp_path / "absent.yaml", "--out", tmp_path / "out")
+    assert result.returncode == 2 and "cannot read scenario" in result.stderr
+
+
+def test_run_quick_applies_the_quick_block(tmp_path, capsys):
+    path = _scenario(
+        tmp_path,
+        "name: tiny\nenvs: [LMRL/MazeFO-v0]\nagents: [random, oracle]\n"
+        "episodes: 50\nseeds: [0, 1, 2]\nquick: {episodes: 2, seeds: [5]}\n",
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quick"]) == 0
+    records = read_records(tmp_path / "out" / "episodes.jsonl")
+    assert sorted((r["agent"], r["seed"], r["episode"]) for r in records) == [
+        (agent, 5, episode) for agent in ("oracle", "random") for episode in range(2)
+    ]
+
+
+def test_training_budget_reaches_learn_before_evaluation(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "name: train\nenvs: [LMRL/MazeFO-v0]\n"
+        "agents: [{name: 'tests.helpers:LearningAgent', label: learner, train: {budget: 10}}]\n"
+        "episodes: 2\nseeds: [0, 1]\n",
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert len(read_records(tmp_path / "out" / "episodes.jsonl")) == 4
+
+
+def test_report_rerenders_from_episodes(tmp_path):
+    out = tmp_path / "out"
+    assert main(["eval", "LMRL/MazeFO-v0", "--agent", "random", "--episodes", "2",
+                 "--out", str(out)]) == 0  # fmt: skip
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").exists()
+
+
+def test_report_of_an_empty_folder_exits_2(tmp_path):
+    result = _omnigym("report", tmp_path)
+    assert result.returncode == 2 and "no episode records" in result.stderr
+
+
+def test_bench_json_has_the_documented_keys(capsys):
+    assert main(["bench", "LMRL/MazeFO-v0", "--steps", "500", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"env_id", "steps", "seconds", "steps_per_sec", "peak_rss_mb"}
+    assert result["steps"] == 500 and result["steps_per_sec"] > 0
+
+
+def test_play_reads_moves_until_the_episode_ends():
+    moves = "move up\n" * 101
+    result = _omnigym("play", "LMRL/MazePO-v0", "--seed", "0", input=moves)
+    assert result.returncode == 0, result.stderr
+    assert "episode" in result.stdout and "return" in result.stdout
+
+
+@pytest.mark.slow
+def test_run_killed_mid_way_resumes_to_exactly_the_requested_episodes(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "name: resume\nenvs: [LMRL/MazeFO-v0]\n"
+        "agents: [{name: 'tests.helpers:SlowRandomAgent', label: slow}, oracle]\n"
+        "episodes: 12\nseeds: [0, 1]\n",
+    )
+    out = tmp_path / "out"
+    episodes = out / "episodes.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "omnigym.cli", "run", str(path), "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if episodes.exists() and len(read_records(episodes)) >= 5:
+            break
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    interrupted = len(read_records(episodes))
+    assert 5 <= interrupted < 48
+    assert not (out / "scorecard.json").exists()
+
+    result = _omnigym("run", path, "--out", out)
+    assert result.returncode == 0, result.stderr
+    keys = [(r["agent"], r["seed"], r["episode"]) for r in read_records(episodes)]
+    assert len(keys) == len(set(keys)) == 48
+    scorecard = json.loads((out / "scorecard.json").read_text())
+    assert sorted(r["episodes"] for r in scorecard["results"]) == [24, 24]

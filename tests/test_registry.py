@@ -1,0 +1,137 @@
+"""Registry-wide conformance: every registered id, present and future, is checked here."""
+
+import pickle
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import omnigym
+from omnigym.spaces import PRINTABLE
+
+from .conftest import MULTI_IDS, SINGLE_IDS
+
+
+def test_every_family_registers_ids_with_metadata():
+    envs = omnigym.list_envs()
+    assert {"LMRL/MazeFO-v0", "LMRL/MazePO-v0", "LMRL/Wordle-v0"} <= {info.id for info in envs}
+    for info in envs:
+        assert info.family and info.paper and info.kind in ("single", "multi")
+        assert info.obs_kind in ("pixels", "voxels", "text", "vector", "dict")
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_single_agent_env_passes_gymnasium_check_env(env_id):
+    env = omnigym.make(env_id)
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", MULTI_IDS)
+def test_multi_agent_env_passes_pettingzoo_parallel_api_test(env_id):
+    from pettingzoo.test import parallel_api_test
+
+    parallel_api_test(omnigym.make(env_id), num_cycles=100)
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_gymnasium_make_with_module_prefix_works_without_import(env_id):
+    code = f"import gymnasium; env = gymnasium.make('omnigym:{env_id}'); env.reset(seed=0)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _trajectory(env_id, seed, steps=60):
+    env = omnigym.make(env_id)
+    agent = omnigym.make_agent("random", env=env, env_id=env_id)
+    agent.reset(seed)
+    observation, info = env.reset(seed=seed)
+    trace = [(observation, info)]
+    for _ in range(steps):
+        observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
+        trace.append((observation, reward, terminated, truncated, info))
+        if terminated or truncated:
+            observation, info = env.reset()
+            trace.append((observation, info))
+    env.close()
+    return pickle.dumps(trace)
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_same_seed_and_actions_give_identical_trajectories(env_id):
+    assert _trajectory(env_id, seed=3) == _trajectory(env_id, seed=3)
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_different_seeds_give_different_starts(env_id):
+    env = omnigym.make(env_id)
+    starts = {pickle.dumps(env.reset(seed=seed)) for seed in range(8)}
+    assert len(starts) > 1
+
+
+def _outside(space):
+    if isinstance(space, gymnasium.spaces.Text):
+        return 5
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return int(space.start + space.n)
+    if isinstance(space, gymnasium.spaces.Box):
+        return np.zeros(tuple(space.shape) + (2,), dtype=space.dtype)
+    return object()
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_out_of_space_action_raises_value_error_naming_the_space(env_id):
+    env = omnigym.make(env_id)
+    env.reset(seed=0)
+    space_name = type(env.action_space).__name__
+    with pytest.raises(ValueError, match=space_name):
+        env.step(_outside(env.action_space))
+
+
+TEXT_IDS = [info.id for info in omnigym.list_envs(kind="single") if info.obs_kind == "text"]
+
+
+@pytest.mark.parametrize("env_id", TEXT_IDS)
+def test_unparseable_text_action_is_penalised_and_flagged(env_id):
+    env = omnigym.make(env_id)
+    _, info = env.reset(seed=0)
+    assert info["invalid_action"] is False
+    _, reward, _, _, info = env.step("\x07 zzz qqq \u00e9" * 40)
+    assert info["invalid_action"] is True
+    assert reward <= 0
+
+
+@pytest.mark.parametrize("env_id", TEXT_IDS)
+def test_text_spaces_are_printable_and_may_be_empty(env_id):
+    env = omnigym.make(env_id)
+    for space in (env.observation_space, env.action_space):
+        assert isinstance(space, gymnasium.spaces.Text)
+        assert space.min_length == 0
+        assert set(space.character_set) == set(PRINTABLE)
+
+
+def test_env_info_records_pickle():
+    for info in omnigym.list_envs():
+        assert pickle.loads(pickle.dumps(info)) == info
+
+
+def test_unknown_id_names_the_closest_matches():
+    with pytest.raises(omnigym.UnknownEnvError, match="LMRL/Wordle-v0"):
+        omnigym.make("LMRL/Wordel-v0")
+
+
+def test_make_aec_refuses_single_agent_ids():
+    with pytest.raises(ValueError, match="single-agent"):
+        omnigym.make_aec("LMRL/Wordle-v0")
+
+
+def test_import_omnigym_pulls_in_no_heavy_module():
+    code = (
+        "import sys, omnigym; heavy = {'torch', 'pettingzoo', 'matplotlib', 'scipy', 'numba',"
+        " 'omnigym.envs.lmrl.maze', 'omnigym.envs.lmrl.wordle'} & set(sys.modules);"
+        " print(sorted(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "[]", result.stderr
