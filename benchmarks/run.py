@@ -88,10 +88,9 @@ def evaluator_overhead(env_id: str = "LMRL/MazeFO-v0", episodes: int = 300) -> F
     """Per-episode time of ``evaluate`` (records + episodes.jsonl) over a bare reset/step loop."""
     import tempfile
 
+    import omnigym
     from omnigym.evaluators.rollout import episode_seeds, evaluate
     from omnigym.evaluators.store import EpisodeStore
-
-    import omnigym
 
     env = omnigym.make(env_id)
     agent = omnigym.make_agent("random", env=env, env_id=env_id)
@@ -132,7 +131,9 @@ def evaluator_overhead(env_id: str = "LMRL/MazeFO-v0", episodes: int = 300) -> F
     )
 
 
-def worker_speedup(env_id: str = "LMRL/Wordle-v0", agent: str = "oracle", episodes: int = 400) -> Figure:
+def worker_speedup(
+    env_id: str = "LMRL/Wordle-v0", agent: str = "oracle", episodes: int = 400
+) -> Figure:
     """Wall-time speed-up of ``evaluate(workers=2)`` over ``workers=1`` on a CPU-bound pair."""
     from omnigym.evaluators.rollout import evaluate
 

@@ -17,6 +17,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             tmp.write(data)
             tmp.flush()
             os.fsync(tmp.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp creates 0600; final files are ordinary
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
@@ -27,3 +28,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

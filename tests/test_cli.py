@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from omnigym.evaluators.store import read_records
 
 from omnigym.cli import main
+from omnigym.evaluators.store import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,8 +1,10 @@
 """Registry-wide conformance: every registered id, present and future, is checked here."""
 
+import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -135,3 +137,25 @@ def test_import_omnigym_pulls_in_no_heavy_module():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def _children():
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    found = set()
+    for task in tasks.iterdir():
+        found |= set((task / "children").read_text().split())
+    return found
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS + MULTI_IDS)
+def test_close_leaves_no_child_process(env_id):
+    before = _children()
+    env = omnigym.make(env_id)
+    env.reset(seed=0)
+    env.close()
+    assert _children() <= before
+
+
+@pytest.mark.parametrize("env_id", SINGLE_IDS)
+def test_gymnasium_spec_pickles(env_id):
+    assert pickle.loads(pickle.dumps(gymnasium.spec(env_id))).id == env_id

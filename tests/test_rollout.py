@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from omnigym.evaluators.rollout import episode_seeds, evaluate
 from omnigym.evaluators.store import EpisodeStore, read_records
 
@@ -49,7 +50,9 @@ def test_store_resumes_without_replaying_or_duplicating(tmp_path):
         evaluate(ENV, "random", episodes=3, seeds=[0], store=store)
     played = []
     with EpisodeStore(tmp_path) as store:
-        records = evaluate(ENV, "random", episodes=5, seeds=[0], store=store, on_episode=played.append)
+        records = evaluate(
+            ENV, "random", episodes=5, seeds=[0], store=store, on_episode=played.append
+        )
     assert [r["episode"] for r in played] == [3, 4]
     assert [r["episode"] for r in records] == [0, 1, 2, 3, 4]
     assert len(read_records(tmp_path / "episodes.jsonl")) == 5
