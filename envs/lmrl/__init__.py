@@ -6,7 +6,9 @@ imported when an environment is made. See ``shared/specs/lmrl.md``.
 
 from omnigym.registry import EnvInfo, register
 
-_PAPER = "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with Language Models (ICML 2025)"
+_PAPER = (
+    "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with Language Models (ICML 2025)"
+)
 _NORMALIZER = "omnigym.envs.lmrl.normalization:normalize_summary"
 
 for _id, _entry, _oracle, _kwargs, _description in (

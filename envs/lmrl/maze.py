@@ -1,0 +1,353 @@
+"""LMRL-Gym's text Maze, fully (FO) and partially (PO) observed, and its oracles.
+
+Follows the Maze task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): an agent moves
+through a small maze by typing ``move up/down/left/right`` and pays −1 per move until it reaches
+the goal. The layout is data (``maze.yaml``): a 10×13 double-T in the spirit of LMRL's maze, not
+its exact layout. Departures from the paper's code: an illegal string costs −1 (the paper's
+number; the code uses −4, available through ``illegal_reward``); reaching the 100-move cap costs
+one more −1 so that returns span [−101, 0] as in LMRL's normalization constants; the split of
+``done`` into ``terminated`` and ``truncated`` is ours.
+
+The PO oracle plans over belief states (the positions consistent with what it has seen), which
+LMRL-Gym does not do; it is Bayes-optimal for the uniform start distribution.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from omnigym.envs.lmrl.text_task import (
+    TextTaskEnv,
+    Turn,
+    require_choice,
+    require_finite_number,
+)
+
+Cell = tuple[int, int]
+OBSERVABILITIES = ("full", "partial")
+LAYOUT_PATH = Path(__file__).with_name("maze.yaml")
+
+
+@dataclass(frozen=True)
+class MazeLayout:
+    """The maze as public data: free cells, goal, moves and the text of each cell."""
+
+    free: frozenset[Cell]
+    goal: Cell
+    starts: tuple[Cell, ...]
+    moves: dict[str, Cell]
+    wall_words: dict[str, str]
+    max_moves: int
+    sub_mazes: dict[Cell, str]
+
+    def next_cell(self, cell: Cell, move: str) -> Cell:
+        """Where ``move`` takes an agent at ``cell`` (it stays put against a wall)."""
+        d_row, d_col = self.moves[move]
+        target = (cell[0] + d_row, cell[1] + d_col)
+        return target if target in self.free else cell
+
+    def walls(self, cell: Cell) -> tuple[str, ...]:
+        """The moves that are blocked at ``cell``, in ``moves`` order."""
+        return tuple(move for move in self.moves if self.next_cell(cell, move) == cell)
+
+    def wall_sentence(self, cell: Cell) -> str:
+        """The PO observation of ``cell``: which neighbours are walls."""
+        words = [self.wall_words[move] for move in self.walls(cell)]
+        if not words:
+            return "There are no walls around you."
+        if len(words) == 1:
+            return f"There is a wall {words[0]}."
+        return f"There are walls {', '.join(words[:-1])} and {words[-1]}."
+
+    def full_sentence(self, cell: Cell) -> str:
+        """The FO observation of ``cell``: goal, own position and walls."""
+        return (
+            f"The goal is at position {_spell_cell(self.goal)}. Your current position is at "
+            f"position {_spell_cell(cell)}. {self.wall_sentence(cell)}"
+        )
+
+    def distances(
+        self, target: Cell | None = None, within: Collection[Cell] | None = None
+    ) -> dict[Cell, int]:
+        """Moves from each cell to ``target`` (default: the goal), by breadth-first search.
+
+        Only cells of ``within`` (default: every free cell) are used; cells that cannot reach
+        ``target`` that way are left out. Moves are reversible, so the search runs from
+        ``target`` outwards.
+        """
+        target = self.goal if target is None else target
+        within = self.free if within is None else within
+        distance = {target: 0}
+        frontier = deque([target])
+        while frontier:
+            cell = frontier.popleft()
+            for move in self.moves:
+                neighbour = self.next_cell(cell, move)
+                if neighbour in within and neighbour not in distance:
+                    distance[neighbour] = distance[cell] + 1
+                    frontier.append(neighbour)
+        return distance
+
+    def sub_maze(self, cell: Cell) -> str:
+        """The name of the behaviour policy's sub-maze that holds ``cell``."""
+        return self.sub_mazes[cell]
+
+
+def _spell_cell(cell: Cell) -> str:
+    # LMRL writes multi-digit numbers digit by digit ("1 0") for its tokenizer.
+    return ", ".join(" ".join(str(number)) for number in cell)
+
+
+@cache
+def load_layout(path: str | Path = LAYOUT_PATH) -> MazeLayout:
+    """Read the maze data file (cached per path)."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    rows = data["layout"]
+    free = {(r, c) for r, row in enumerate(rows) for c, char in enumerate(row) if char in ".G"}
+    (goal,) = [(r, c) for r, row in enumerate(rows) for c, char in enumerate(row) if char == "G"]
+    return MazeLayout(
+        free=frozenset(free),
+        goal=goal,
+        starts=tuple(sorted(free - {goal})),
+        moves={move: tuple(step) for move, step in data["moves"].items()},
+        wall_words=dict(data["wall_words"]),
+        max_moves=int(data["max_moves"]),
+        sub_mazes={
+            (r, c): data["sub_maze_names"][data["sub_mazes"][r][c]] for r, c in sorted(free)
+        },
+    )
+
+
+class MazeEnv(TextTaskEnv):
+    """Reach the goal of a text maze in as few moves as possible.
+
+    ## Description
+    LMRL-Gym's Maze task (Abdulhai et al., ICML 2025). The maze is the 10×13 double-T of
+    ``maze.yaml``: a top corridor, a stem down the middle and a second corridor crossing it, with
+    the goal at the bottom of the stem. In the fully observed form (``LMRL/MazeFO-v0``) each
+    message gives the goal, the agent's cell and the walls around it; in the partially observed
+    form (``LMRL/MazePO-v0``) only the walls.
+
+    ## Action Space
+    ``Text(max_length=256)``, printable. ``move up``, ``move down``, ``move left`` and
+    ``move right`` (matched after trimming and lower-casing) move one cell; a move into a wall
+    leaves the agent in place. Any other string is an illegal move: it is penalised and flagged
+    with ``info["invalid_action"]``. A non-``str`` action raises ``ValueError``.
+
+    ## Observation Space
+    ``Text(max_length=65536)``: the transcript since reset (``obs_mode="transcript"``) or the
+    latest message (``obs_mode="last"``). Messages read, FO:
+    ``The goal is at position 8, 6. Your current position is at position 1, 1 1. There are walls
+    above you and below you.`` and PO: ``There are walls above you and below you.`` (two-digit
+    numbers are written digit by digit, as in LMRL).
+
+    ## Rewards
+    0 for the move that reaches the goal, −1 for every other move (into a wall too),
+    ``illegal_reward`` (−1) for an illegal string, and −1 more when the move cap is reached. The
+    return lies in [−101, 0].
+
+    ## Starting State
+    A cell drawn uniformly from the 25 free cells other than the goal, or
+    ``options={"start": (row, column)}``.
+
+    ## Episode End
+    Terminated on reaching the goal (``info["success"] = True``); truncated after 100 moves.
+
+    ## Arguments
+    ``observability`` (``"full"`` or ``"partial"``), ``illegal_reward`` (float, −1.0),
+    ``obs_mode`` (``"transcript"`` or ``"last"``), ``render_mode`` (``None`` or ``"ansi"``).
+    """
+
+    observation_max_length = 65536
+
+    def __init__(
+        self,
+        observability: str = "full",
+        illegal_reward: float = -1.0,
+        obs_mode: str = "transcript",
+        render_mode: str | None = None,
+    ) -> None:
+        self.observability = require_choice("observability", observability, OBSERVABILITIES)
+        self.illegal_reward = require_finite_number("illegal_reward", illegal_reward)
+        super().__init__(obs_mode=obs_mode, render_mode=render_mode)
+        self.layout = load_layout()
+        self.score_id = "LMRL/MazeFO-v0" if observability == "full" else "LMRL/MazePO-v0"
+        describe = (
+            self.layout.full_sentence if observability == "full" else self.layout.wall_sentence
+        )
+        self._messages = {cell: describe(cell) for cell in self.layout.free}
+        self._moves = {
+            move: {cell: self.layout.next_cell(cell, move) for cell in self.layout.free}
+            for move in self.layout.moves
+        }
+        self._legal = list(self.layout.moves)
+        self._distance = self.layout.distances()
+        self._position = self.layout.starts[0]
+        self._moves_made = 0
+        self._wall_bumps = 0
+
+    def _begin(self, options: dict[str, Any]) -> str:
+        if "start" in options:
+            start = options["start"]
+            start = tuple(start) if isinstance(start, (list, tuple)) else start
+            if start not in self.layout.starts:
+                raise ValueError(
+                    f"options['start'] must be a free non-goal cell (row, column), got {start!r}"
+                )
+        else:
+            start = self.layout.starts[int(self.np_random.integers(len(self.layout.starts)))]
+        self._position = start
+        self._moves_made = 0
+        self._wall_bumps = 0
+        return self._messages[start]
+
+    def _play(self, action: str) -> Turn:
+        moves = self._moves.get(action.strip().lower())
+        if moves is None:
+            reward, invalid = self.illegal_reward, True
+        else:
+            target = moves[self._position]
+            self._wall_bumps += target == self._position
+            self._position = target
+            reward, invalid = (0.0 if target == self.layout.goal else -1.0), False
+        self._moves_made += 1
+        reached = self._position == self.layout.goal
+        capped = not reached and self._moves_made >= self.layout.max_moves
+        return Turn(
+            message=self._messages[self._position],
+            reward=reward - 1.0 if capped else reward,
+            terminated=reached,
+            truncated=capped,
+            invalid=invalid,
+            success=reached,
+        )
+
+    def _legal_actions(self) -> list[str]:
+        return list(self._legal)
+
+    def _metrics(self) -> dict[str, float]:
+        return {
+            "wall_bumps": float(self._wall_bumps),
+            "distance_to_goal": float(self._distance[self._position]),
+        }
+
+
+# -- oracles ----------------------------------------------------------------------------------
+
+Belief = tuple[tuple[Cell, int], ...]
+"""Positions the agent may be in, with their prior weights (sorted, so beliefs compare)."""
+
+_POSITION = re.compile(r"current position is at position ([\d ]+), ([\d ]+)\.")
+
+
+@cache
+def _belief_plan() -> tuple[dict[str, Belief], dict[Belief, str], dict[tuple[Belief, str], Belief]]:
+    """The Bayes-optimal PO policy over the layout's uniform start distribution.
+
+    Returns the opening belief for each opening message, the best move in every reachable
+    belief, and the belief after each (belief, message) pair. A belief is the multiset of cells
+    the agent may occupy; moving maps each cell through the move (cells can merge against walls)
+    and the next wall sentence splits it. Value iteration over the reachable beliefs minimises
+    the expected number of moves to the goal, which maximises the expected return.
+    """
+    layout = load_layout()
+    groups: dict[str, Counter[Cell]] = {}
+    for start in layout.starts:
+        groups.setdefault(layout.wall_sentence(start), Counter())[start] += 1
+    opening = {message: _as_belief(cells) for message, cells in groups.items()}
+
+    outcomes: dict[tuple[Belief, str], list[tuple[int, str, Belief]]] = {}
+    frontier, seen = list(opening.values()), set(opening.values())
+    while frontier:
+        belief = frontier.pop()
+        for move in layout.moves:
+            split: dict[str, Counter[Cell]] = {}
+            for cell, weight in belief:
+                target = layout.next_cell(cell, move)
+                if target != layout.goal:
+                    split.setdefault(layout.wall_sentence(target), Counter())[target] += weight
+            outcomes[belief, move] = []
+            for message, cells in split.items():
+                after = _as_belief(cells)
+                outcomes[belief, move].append((sum(cells.values()), message, after))
+                if after not in seen:
+                    seen.add(after)
+                    frontier.append(after)
+
+    def expected_moves(belief: Belief, move: str, value: dict[Belief, float]) -> float:
+        total = sum(weight for _, weight in belief)
+        return sum(mass * (1.0 + value[after]) for mass, _, after in outcomes[belief, move]) / total
+
+    value = dict.fromkeys(seen, 0.0)
+    while True:
+        updated = {
+            belief: min(expected_moves(belief, move, value) for move in layout.moves)
+            for belief in seen
+        }
+        converged = max(abs(updated[belief] - value[belief]) for belief in seen) < 1e-12
+        value = updated
+        if converged:
+            break
+    policy = {
+        belief: min(layout.moves, key=lambda move, b=belief: expected_moves(b, move, value))
+        for belief in seen
+    }
+    successor = {
+        (belief, message): after
+        for (belief, move), results in outcomes.items()
+        if policy[belief] == move
+        for _, message, after in results
+    }
+    return opening, policy, successor
+
+
+def _as_belief(cells: Counter[Cell]) -> Belief:
+    return tuple(sorted(cells.items()))
+
+
+class MazeOracle:
+    """LMRL's maze oracle: shortest paths when the position is observed, belief planning when not.
+
+    FO: parses its cell from the latest message and follows a breadth-first-search shortest path.
+    PO: never reads the environment's state. It knows the public layout and start distribution,
+    keeps the belief (the cells consistent with its own moves and the wall sentences it has
+    read) and follows the policy that minimises the expected number of moves over that belief.
+    """
+
+    def __init__(self, env: Any) -> None:
+        maze = env.unwrapped
+        self.layout = load_layout()
+        self.observability = maze.observability
+        self._distance = self.layout.distances()
+        self._belief: Belief = ()
+
+    def reset(self, seed: int | None = None) -> None:
+        self._belief = ()
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        message = info["last_message"]
+        if self.observability == "full":
+            return self._shortest_path_move(message)
+        opening, policy, successor = _belief_plan()
+        if info["turn"] == 0:
+            self._belief = opening[message]
+        else:
+            self._belief = successor[self._belief, message]
+        return policy[self._belief]
+
+    def _shortest_path_move(self, message: str) -> str:
+        match = _POSITION.search(message)
+        if match is None:
+            raise ValueError(f"MazeOracle cannot read a position from {message!r}")
+        cell = tuple(int(group.replace(" ", "")) for group in match.groups())
+        return min(
+            self.layout.moves, key=lambda move: self._distance[self.layout.next_cell(cell, move)]
+        )

@@ -1,0 +1,249 @@
+"""LMRL-Gym's Wordle with a hidden word that stays consistent, and an entropy-maximising oracle.
+
+Follows the Wordle task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): six guesses
+at a hidden 5-letter word, with per-letter ``g``/``y``/``b`` feedback, −1 per guess that does not
+solve it. As in LMRL, by default the hidden word is re-drawn at every guess uniformly among the
+answers still consistent with all feedback so far (``hidden="consistent"``), which is the same
+distribution of games as one word drawn at reset; ``hidden="fixed"`` draws it once.
+
+Departures: the word lists are derived from SCOWL (Debian ``wamerican``) by
+``data/make_wordlists.py`` (400 answers, 4,667 guesses) instead of the official Wordle lists;
+six guesses used up is ``terminated`` (the game is lost), not ``truncated``.
+
+Feedback for every (guess, answer) pair is precomputed once per process as a code matrix, so a
+step is a row look-up and a NumPy filter of the consistent answers.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from omnigym.envs.lmrl.text_task import ACTION_MAX_LENGTH, TextTaskEnv, Turn, require_choice
+
+DATA = Path(__file__).parent / "data"
+WORD_LENGTH = 5
+MAX_GUESSES = 6
+FEEDBACK_LETTERS = "byg"
+"""Per-letter feedback, as a base-3 digit: absent, elsewhere in the word, right place."""
+CODE_COUNT = 3**WORD_LENGTH
+SOLVED = CODE_COUNT - 1
+HIDDEN_RULES = ("consistent", "fixed")
+
+
+@cache
+def word_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(answers, guesses)``: the committed lists; every answer is also a guess."""
+    answers = tuple((DATA / "wordle_answers.txt").read_text(encoding="ascii").split())
+    guesses = tuple((DATA / "wordle_guesses.txt").read_text(encoding="ascii").split())
+    return answers, guesses
+
+
+@cache
+def guess_index() -> dict[str, int]:
+    """Row of each guess-list word in :func:`feedback_table`."""
+    return {word: row for row, word in enumerate(word_lists()[1])}
+
+
+def _letters(words: tuple[str, ...]) -> np.ndarray:
+    return np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(-1, WORD_LENGTH)
+
+
+@cache
+def feedback_table() -> np.ndarray:
+    """``uint8[guesses, answers]``: the feedback code of each guess against each answer.
+
+    The code of a feedback is the base-3 number whose digit ``i`` is the feedback of letter
+    ``i`` (``FEEDBACK_LETTERS``). Duplicate letters score as in Wordle: greens first, then a
+    letter is yellow while the answer's copies of it outside the greens outnumber the copies
+    already marked yellow to its left.
+    """
+    answers, guesses = word_lists()
+    g = _letters(guesses)[:, None, :]
+    a = _letters(answers)[None, :, :]
+    green = g == a
+    code = np.zeros(green.shape[:2], dtype=np.int16)
+    for i in range(WORD_LENGTH):
+        spare = sum((a[:, :, k] == g[:, :, i]) & ~green[:, :, k] for k in range(WORD_LENGTH))
+        marked = sum((g[:, :, j] == g[:, :, i]) & ~green[:, :, j] for j in range(i))
+        yellow = ~green[:, :, i] & (spare > marked)
+        code += (2 * green[:, :, i] + yellow) * 3**i
+    return code.astype(np.uint8)
+
+
+@cache
+def answer_rows() -> np.ndarray:
+    """The guess-list row of each answer."""
+    index = guess_index()
+    return np.array([index[word] for word in word_lists()[0]])
+
+
+FEEDBACK_TEXT = tuple(
+    " ".join(FEEDBACK_LETTERS[code // 3**i % 3] for i in range(WORD_LENGTH))
+    for code in range(CODE_COUNT)
+)
+"""The transcript line of each feedback code, e.g. ``"g b y b b"``."""
+_FEEDBACK_CODE = {text: code for code, text in enumerate(FEEDBACK_TEXT)}
+
+
+def feedback_code(text: str) -> int:
+    """The code of a feedback line such as ``"g b y b b"``."""
+    return _FEEDBACK_CODE[text]
+
+
+class WordleEnv(TextTaskEnv):
+    """Guess a hidden 5-letter word in six tries from per-letter feedback.
+
+    ## Description
+    LMRL-Gym's Wordle (Abdulhai et al., ICML 2025). After each guess every letter is marked
+    ``g`` (right place), ``y`` (in the word elsewhere) or ``b`` (not in the word; a letter
+    guessed more often than the word holds it is ``b`` for the extra copies). With
+    ``hidden="consistent"`` the hidden word is drawn at each guess uniformly among the answers
+    consistent with all feedback so far (LMRL's rule); with ``hidden="fixed"`` once at reset.
+
+    ## Action Space
+    ``Text(max_length=256)``, printable. A guess is matched after lower-casing and removing
+    whitespace (so the transcript's spaced form ``c r a n e`` is accepted too); it is valid if
+    it is in the 4,667-word guess list (``data/wordle_guesses.txt``). An invalid guess uses a
+    turn, costs −1, gets an empty feedback line and sets ``info["invalid_action"]``. A
+    non-``str`` action raises ``ValueError``.
+
+    ## Observation Space
+    ``Text(max_length=2048)``: the transcript ``Wordle:`` then, per guess, the guess with its
+    letters spaced (``c r a n e``) and the feedback line (``b b y g b``), one per line
+    (``obs_mode="transcript"``), or only the latest feedback line (``obs_mode="last"``).
+
+    ## Rewards
+    −1 for every guess that does not solve the word, 0 for the solving one: returns in [−6, 0].
+
+    ## Starting State
+    All 400 answers (``data/wordle_answers.txt``) possible; ``options={"word": w}`` pins the
+    hidden word to the answer ``w`` for the episode, in either ``hidden`` mode.
+
+    ## Episode End
+    Terminated when the word is guessed (``info["success"] = True``) or after six guesses.
+
+    ## Arguments
+    ``hidden`` (``"consistent"`` or ``"fixed"``), ``obs_mode`` (``"transcript"`` or
+    ``"last"``), ``render_mode`` (``None`` or ``"ansi"``).
+    """
+
+    observation_max_length = 2048
+    score_id = "LMRL/Wordle-v0"
+
+    def __init__(
+        self,
+        hidden: str = "consistent",
+        obs_mode: str = "transcript",
+        render_mode: str | None = None,
+    ) -> None:
+        self.hidden = require_choice("hidden", hidden, HIDDEN_RULES)
+        super().__init__(obs_mode=obs_mode, render_mode=render_mode)
+        self.answers, self.guesses = word_lists()
+        self._index = guess_index()
+        self._table = feedback_table()
+        self._answer_number = {word: column for column, word in enumerate(self.answers)}
+        self._consistent = np.arange(len(self.answers))
+        self._target: int | None = None
+        self._guesses_made = 0
+
+    def _begin(self, options: dict[str, Any]) -> str:
+        self._consistent = np.arange(len(self.answers))
+        self._guesses_made = 0
+        if "word" in options:
+            word = options["word"]
+            if word not in self._answer_number:
+                raise ValueError(f"options['word'] must be a word of the answer list, got {word!r}")
+            self._target = self._answer_number[word]
+        elif self.hidden == "fixed":
+            self._target = int(self.np_random.integers(len(self.answers)))
+        else:
+            self._target = None
+        return "Wordle:"
+
+    def _play(self, action: str) -> Turn:
+        self._guesses_made += 1
+        out_of_guesses = self._guesses_made >= MAX_GUESSES
+        row = self._index.get("".join(action.lower().split()))
+        if row is None:
+            return Turn(message="", reward=-1.0, terminated=out_of_guesses, invalid=True)
+        if self._target is None:
+            target = self._consistent[self.np_random.integers(len(self._consistent))]
+        else:
+            target = self._target
+        code = self._table[row, target]
+        self._consistent = self._consistent[self._table[row, self._consistent] == code]
+        solved = code == SOLVED
+        return Turn(
+            message=FEEDBACK_TEXT[code],
+            reward=0.0 if solved else -1.0,
+            terminated=solved or out_of_guesses,
+            success=bool(solved),
+        )
+
+    def _render_action(self, line: str) -> str:
+        return " ".join("".join(line.lower().split()))[:ACTION_MAX_LENGTH]
+
+    def _metrics(self) -> dict[str, float]:
+        return {"candidates_left": float(len(self._consistent))}
+
+
+@cache
+def _x_log_x() -> np.ndarray:
+    counts = np.arange(len(word_lists()[0]) + 1, dtype=np.float64)
+    return counts * np.log2(np.maximum(counts, 1.0))
+
+
+def best_guess(consistent: np.ndarray) -> int:
+    """The guess-list row that maximises the entropy of the feedback over ``consistent``.
+
+    Ties go to a word that may itself be the answer, then to the first in the list; with one or
+    two candidates left the oracle simply guesses the first of them.
+    """
+    if len(consistent) <= 2:
+        return int(answer_rows()[consistent[0]])
+    codes = feedback_table()[:, consistent].astype(np.intp)
+    codes += np.arange(codes.shape[0])[:, None] * CODE_COUNT
+    counts = np.bincount(codes.ravel(), minlength=codes.shape[0] * CODE_COUNT)
+    # H = log k - (1/k) sum c log c; maximising H is minimising sum c log c.
+    spread = _x_log_x()[counts].reshape(-1, CODE_COUNT).sum(axis=1)
+    spread[answer_rows()[consistent]] -= 1e-9
+    return int(np.argmin(spread))
+
+
+@cache
+def _opening_guess() -> int:
+    return best_guess(np.arange(len(word_lists()[0])))
+
+
+class WordleOracle:
+    """Entropy-maximising Wordle player: each guess maximises the information of its feedback.
+
+    Keeps the answers consistent with its own guesses and the feedback lines it has read (from
+    ``info["last_message"]``), and guesses with :func:`best_guess`. The opening guess is the same
+    every game and computed once per process. ``env`` is accepted for the agent protocol and not
+    needed: the word lists are public data.
+    """
+
+    def __init__(self, env: Any = None) -> None:
+        self._answers = len(word_lists()[0])
+        self._table = feedback_table()
+        self._consistent = np.arange(self._answers)
+        self._last_guess = _opening_guess()
+
+    def reset(self, seed: int | None = None) -> None:
+        self._consistent = np.arange(self._answers)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        if info["turn"] == 0:
+            self._consistent = np.arange(self._answers)
+            self._last_guess = _opening_guess()
+        else:
+            code = feedback_code(info["last_message"])
+            row = self._table[self._last_guess]
+            self._consistent = self._consistent[row[self._consistent] == code]
+            self._last_guess = best_guess(self._consistent)
+        return word_lists()[1][self._last_guess]
