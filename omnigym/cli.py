@@ -139,13 +139,15 @@ def _progress(total: int, description: str) -> Iterator[Any]:
 
 def _eval(args: argparse.Namespace) -> int:
     from omnigym.agent import load_agent_factory
+
+    omnigym.spec(args.env_id)
+    load_agent_factory(args.agent, args.env_id)
+    # Validated: only now pay for scipy and matplotlib.
     from omnigym.evaluators.rollout import evaluate
     from omnigym.evaluators.runner import write_outputs
     from omnigym.evaluators.scorecard import build_scorecard, format_table
     from omnigym.evaluators.store import EpisodeStore
 
-    omnigym.spec(args.env_id)
-    load_agent_factory(args.agent, args.env_id)
     store = EpisodeStore(args.out) if args.out else None
     try:
         with _progress(args.episodes, f"{args.env_id} {args.agent}") as advance:
@@ -175,8 +177,6 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from omnigym.evaluators.runner import run_scenario, total_episodes
-    from omnigym.evaluators.scorecard import format_table
     from omnigym.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
@@ -185,6 +185,9 @@ def _run(args: argparse.Namespace) -> int:
     folder = args.out or (Path(scenario.out) if scenario.out else None)
     if folder is None:
         raise UsageError(f"{args.scenario}: no output folder: give --out or set out: in the file")
+    from omnigym.evaluators.runner import run_scenario, total_episodes
+    from omnigym.evaluators.scorecard import format_table
+
     with _progress(total_episodes(scenario), scenario.name) as advance:
         output = run_scenario(scenario, folder, on_episode=advance)
     print(format_table(output.scorecard))
