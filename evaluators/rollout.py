@@ -66,24 +66,25 @@ def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
     if reset_agent is not None:
         reset_agent(agent_seed)
     observation, info = env.reset(seed=env_seed)
+    act, step = agent.act, env.step  # the loop below is the evaluator's hot path
     total_reward = 0.0
     total_cost = None
     length = 0
-    terminated = truncated = False
-    while not (terminated or truncated):
-        action = agent.act(observation, info)
-        observation, reward, terminated, truncated, info = env.step(action)
-        total_reward += float(reward)
+    while True:
+        observation, reward, terminated, truncated, info = step(act(observation, info))
+        total_reward += reward
+        length += 1
         if "cost" in info:
             total_cost = (total_cost or 0.0) + float(info["cost"])
-        length += 1
+        if terminated or truncated:
+            break
     success = info.get("success")
     normalized = info.get("normalized_score")
     return {
         "seed": seed,
         "episode": episode,
         "episode_seed": env_seed,
-        "return": total_reward,
+        "return": float(total_reward),
         "length": length,
         "success": None if success is None else bool(success),
         "cost": total_cost,
