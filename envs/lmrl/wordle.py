@@ -7,7 +7,7 @@ answers still consistent with all feedback so far (``hidden="consistent"``), whi
 distribution of games as one word drawn at reset; ``hidden="fixed"`` draws it once.
 
 Departures: the word lists are derived from SCOWL (Debian ``wamerican``) by
-``data/make_wordlists.py`` (400 answers, 4,667 guesses) instead of the official Wordle lists;
+``wordlists.py`` (400 answers, 4,667 guesses) instead of the official Wordle lists;
 six guesses used up is ``terminated`` (the game is lost), not ``truncated``.
 
 Feedback for every (guess, answer) pair is precomputed once per process as a code matrix, so a

@@ -1,7 +1,7 @@
-"""Build the Wordle word lists committed beside this script, from Debian's SCOWL word lists.
+"""Build the Wordle word lists committed in ``data/``, from Debian's SCOWL word lists.
 
 Needs Debian's word lists (as root: ``apt-get install -y wamerican wamerican-small``); run
-``python envs/lmrl/data/make_wordlists.py``. It writes
+``python -m omnigym.envs.lmrl.wordlists``. It writes
 
 - ``wordle_guesses.txt``: every 5-letter, lowercase, ASCII-alphabetic word of
   ``/usr/share/dict/american-english`` (SCOWL sizes up to 50) plus the answers;
@@ -27,7 +27,7 @@ SEED = 2025
 ANSWER_COUNT = 400
 FULL_LIST = Path("/usr/share/dict/american-english")
 SMALL_LIST = Path("/usr/share/dict/american-english-small")
-HERE = Path(__file__).resolve().parent
+DATA = Path(__file__).resolve().parent / "data"
 _FIVE_LETTERS = re.compile(r"[a-z]{5}")
 
 
@@ -50,8 +50,8 @@ def main() -> None:
     picked = rng.choice(len(candidates), size=ANSWER_COUNT, replace=False)
     answers = sorted(candidates[index] for index in picked)
     guesses = sorted(set(five_letter_words(FULL_LIST)) | set(answers))
-    (HERE / "wordle_answers.txt").write_text("\n".join(answers) + "\n", encoding="ascii")
-    (HERE / "wordle_guesses.txt").write_text("\n".join(guesses) + "\n", encoding="ascii")
+    (DATA / "wordle_answers.txt").write_text("\n".join(answers) + "\n", encoding="ascii")
+    (DATA / "wordle_guesses.txt").write_text("\n".join(guesses) + "\n", encoding="ascii")
     print(f"{len(answers)} answers from {len(candidates)} candidates, {len(guesses)} guesses")
 
 
