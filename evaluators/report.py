@@ -323,6 +323,18 @@ def _bars(
             elinewidth=1.1,
             capsize=3,
         )
+        # The value beside the whisker, so that a bar of height zero still reads as a score.
+        y, va = (max(high, mean), "bottom") if mean >= 0 else (min(low, mean), "top")
+        ax.annotate(
+            f"{mean:.3g}",
+            (center, y),
+            xytext=(0, 2 if va == "bottom" else -2),
+            textcoords="offset points",
+            ha="center",
+            va=va,
+            fontsize=7,
+            color="#2b2f36",
+        )
 
 
 def _plot_grouped_bars(
