@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
+import numpy as np
 
 from omnigym.envs.lmrl.normalization import normalize
 from omnigym.spaces import require_text_action, text_space
@@ -81,9 +82,12 @@ class _Episode:
 class TextTaskEnv(gymnasium.Env[str, str]):
     """Base class of the LMRL text tasks; see the module docstring for the shared conventions.
 
-    A task sets :attr:`observation_max_length` and :attr:`score_id` (the id whose normalization
-    constants score it) and implements :meth:`_begin`, :meth:`_play`, :meth:`_metrics` and, where
-    the move set is small, :meth:`_legal_actions`.
+    A task sets :attr:`observation_max_length`, :attr:`score_id` (the id whose normalization
+    constants score it), :attr:`min_return` (the analytic minimum, the normalized score's 0) and
+    :attr:`evaluation_episodes` (how many oracle episodes make the normalized score's 100; a
+    task whose protocol is not "seeds 0..N-1" overrides :meth:`evaluation_runs`), and implements
+    :meth:`_begin`, :meth:`_play`, :meth:`_metrics` and, where the move set is small,
+    :meth:`_legal_actions`.
     """
 
     # "ansi" renders the transcript; a frame rate is declared only because Gymnasium's checker
@@ -91,6 +95,13 @@ class TextTaskEnv(gymnasium.Env[str, str]):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     observation_max_length: int
     score_id: str
+    min_return: ClassVar[float]
+    evaluation_episodes: ClassVar[int] = 1000
+
+    @classmethod
+    def evaluation_runs(cls) -> list[tuple[int, dict[str, Any]]]:
+        """The (reset seed, reset options) of each episode of the evaluation protocol."""
+        return [(seed, {}) for seed in range(cls.evaluation_episodes)]
 
     def __init__(self, obs_mode: str = "transcript", render_mode: str | None = None) -> None:
         self.obs_mode = require_choice("obs_mode", obs_mode, OBS_MODES)
@@ -180,3 +191,34 @@ class TextTaskEnv(gymnasium.Env[str, str]):
         if legal is not None:
             info["legal_actions"] = legal
         return info
+
+
+class ScriptedBehaviour:
+    """Base of the behaviour policies that make the offline datasets (spec ``lmrl.md`` §4).
+
+    A behaviour is an agent (``reset(seed)``, ``act(observation, info)``) with its own seeded
+    generator :attr:`rng`. Unlike an oracle it is a data generator, not a player, and may read
+    the simulator's state through ``env.unwrapped`` (LMRL-Gym's dataset policies did too). A
+    subclass sets :attr:`policy` (its id in the dataset records), :attr:`default_episodes` (the
+    dataset size behind the normalized score's 50) and :attr:`lmrl_success` (LMRL's dataset
+    success rate, for comparison), and reports its parameters with :meth:`parameters`. A new
+    episode is recognised by ``info["turn"] == 0``.
+    """
+
+    policy: ClassVar[str]
+    default_episodes: ClassVar[int]
+    lmrl_success: ClassVar[float]
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def parameters(self) -> dict[str, Any]:
+        """The policy id and parameters, as recorded with each dataset episode."""
+        return {"policy": self.policy}
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        raise NotImplementedError
