@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(handler=_bench)
 
+    dataset = commands.add_parser("dataset", help="write an environment's offline dataset")
+    dataset.add_argument("env_id")
+    dataset.add_argument("--episodes", type=_positive, help="default: the family's default size")
+    dataset.add_argument("--seed", type=int, default=0)
+    dataset.add_argument("--out", type=Path, required=True, help="FILE.jsonl or FILE.jsonl.gz")
+    dataset.set_defaults(handler=_dataset)
+
     play = commands.add_parser("play", help="play a text environment in the terminal")
     play.add_argument("env_id")
     play.add_argument("--seed", type=int, default=None)
@@ -250,6 +257,21 @@ def bench(env_id: str, steps: int, agent: str = "random", seed: int = 0) -> dict
         "steps_per_sec": steps / seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def _dataset(args: argparse.Namespace) -> int:
+    info = omnigym.spec(args.env_id)
+    if info.dataset is None:
+        with_data = [env.id for env in omnigym.list_envs() if env.dataset is not None]
+        raise UsageError(
+            f"{args.env_id} has no offline dataset (these do: {', '.join(with_data) or 'none'})"
+        )
+    from omnigym.registry import load_entry_point
+
+    start = time.perf_counter()
+    stats = load_entry_point(info.dataset)(args.env_id, args.episodes, args.seed, args.out)
+    print(json.dumps({**stats, "seconds": time.perf_counter() - start}, indent=2))
+    return 0
 
 
 def _play(args: argparse.Namespace) -> int:

@@ -33,7 +33,9 @@ class EnvInfo:
     environment is made. ``normalizer`` names a ``"module:function"`` that the evaluator calls to
     turn a return summary into the family's normalized score (see
     :mod:`omnigym.evaluators.scorecard`); ``agents`` maps agent names that only make sense for
-    this id (``"oracle"``) to their entry points.
+    this id (``"oracle"``) to their entry points; ``dataset`` names the ``"module:function"``
+    that writes the id's offline dataset, called as ``f(env_id, episodes, seed, path)`` with
+    ``episodes=None`` for the family's default size, returning the dataset's statistics.
     """
 
     id: str
@@ -47,6 +49,7 @@ class EnvInfo:
     normalizer: str | None = None
     agents: Mapping[str, str] = field(default_factory=dict)
     aec_entry_point: str | None = None
+    dataset: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record = asdict(self)

@@ -119,6 +119,7 @@ for _id, _entry, _oracle, _behaviour, _kwargs, _description in _SINGLE:
             kwargs=_kwargs,
             normalizer=_NORMALIZER,
             agents={"oracle": _MODULE + _oracle, "behavior": _MODULE + _behaviour},
+            dataset=_MODULE + "datasets:write_dataset",
         )
     )
 

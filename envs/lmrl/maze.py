@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from omnigym.envs.lmrl.text_task import (
+    ScriptedBehaviour,
     TextTaskEnv,
     Turn,
     require_choice,
@@ -167,6 +168,17 @@ class MazeEnv(TextTaskEnv):
     """
 
     observation_max_length = 65536
+    min_return = -101.0
+    evaluation_episodes = 32
+    """LMRL's protocol: 32 episodes from each of the 25 starts (see :meth:`evaluation_runs`)."""
+
+    @classmethod
+    def evaluation_runs(cls) -> list[tuple[int, dict[str, Any]]]:
+        return [
+            (index * cls.evaluation_episodes + repeat, {"start": start})
+            for index, start in enumerate(load_layout().starts)
+            for repeat in range(cls.evaluation_episodes)
+        ]
 
     def __init__(
         self,
@@ -229,6 +241,11 @@ class MazeEnv(TextTaskEnv):
             invalid=invalid,
             success=reached,
         )
+
+    @property
+    def position(self) -> Cell:
+        """The agent's cell: hidden state, for behaviour policies and tests, never for players."""
+        return self._position
 
     def _legal_actions(self) -> list[str]:
         return list(self._legal)
@@ -351,3 +368,78 @@ class MazeOracle:
         return min(
             self.layout.moves, key=lambda move: self._distance[self.layout.next_cell(cell, move)]
         )
+
+
+# -- the dataset's behaviour policy -----------------------------------------------------------
+
+
+class MazeBehaviour(ScriptedBehaviour):
+    """Sub-maze-confined mixture of a goal-seeking solver and random moves (spec §4).
+
+    The episode keeps to the sub-maze (``maze.yaml``) of its start, which it reads from the
+    simulator; each move is, with probability ``solver_probability``, a step of a solver that
+    heads for the sub-maze's cell nearest the goal, else a uniformly random move that stays in
+    the sub-maze (bumping into walls included). Only episodes that start in the goal's sub-maze
+    can succeed.
+    """
+
+    policy = "maze_sub_maze_mixture"
+    default_episodes = 1240
+    lmrl_success = 0.11
+
+    def __init__(self, env: Any, solver_probability: float = 0.15) -> None:
+        super().__init__(env)
+        self.solver_probability = require_finite_number("solver_probability", solver_probability)
+        self._layout = load_layout()
+        self._start: Cell = self._layout.starts[0]
+        self._cell = self._start
+        self._toward: dict[Cell, list[str]] = {}
+        self._inside: dict[Cell, list[str]] = {}
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "solver_probability": self.solver_probability,
+            "sub_maze": self._layout.sub_maze(self._start),
+            "start": list(self._start),
+        }
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        if info["turn"] == 0:
+            self._begin(self.env.unwrapped.position)
+        use_solver = self.rng.random() < self.solver_probability
+        choices = self._toward[self._cell] if use_solver else self._inside[self._cell]
+        move = choices[int(self.rng.integers(len(choices)))]
+        self._cell = self._layout.next_cell(self._cell, move)
+        return move
+
+    def _begin(self, start: Cell) -> None:
+        self._start = self._cell = start
+        region = _reachable_within(self._layout, start)
+        self._inside = {
+            cell: [m for m in self._layout.moves if self._layout.next_cell(cell, m) in region]
+            for cell in region
+        }
+        self._toward = _solver_moves(self._layout, region)
+
+
+def _reachable_within(layout: MazeLayout, start: Cell) -> set[Cell]:
+    """The cells reachable from ``start`` without leaving its sub-maze."""
+    name = layout.sub_maze(start)
+    return set(
+        layout.distances(start, {cell for cell in layout.free if layout.sub_maze(cell) == name})
+    )
+
+
+def _solver_moves(layout: MazeLayout, region: set[Cell]) -> dict[Cell, list[str]]:
+    """Per cell of ``region``, the moves on a shortest in-region path to its cell nearest the
+    goal (the goal itself in the goal's sub-maze); at that cell, every in-region move."""
+    to_goal = layout.distances()
+    target = min(region, key=lambda cell: (to_goal[cell], cell))
+    steps = layout.distances(target, region)
+    moves = {}
+    for cell in region:
+        inside = [m for m in layout.moves if layout.next_cell(cell, m) in region]
+        closer = [m for m in inside if steps[layout.next_cell(cell, m)] < steps[cell]]
+        moves[cell] = closer or inside
+    return moves

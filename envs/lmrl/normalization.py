@@ -25,21 +25,11 @@ import numpy as np
 import yaml
 
 import omnigym
+from omnigym.registry import load_entry_point
 
 CONSTANTS_PATH = Path(__file__).parent / "data" / "normalization.yaml"
 SUMMARY_KEYS = ("mean", "median", "iqm")
-
-MAZE_STARTS_EPISODES = 32
-"""LMRL's maze protocol: 32 episodes from each of the 25 starts."""
-WORDLE_ORACLE_EPISODES = 2000
-"""Wordle oracle episodes (seeds 0..1999) behind ``max``; LMRL does not state its count."""
 RECOMPUTE_SEED = 0
-MINIMA = {"LMRL/MazeFO-v0": -101.0, "LMRL/MazePO-v0": -101.0, "LMRL/Wordle-v0": -6.0}
-DATASET_TASKS = {
-    "LMRL/MazeFO-v0": "maze_fo",
-    "LMRL/MazePO-v0": "maze_po",
-    "LMRL/Wordle-v0": "wordle",
-}
 
 
 def normalized_score(ret: float, minimum: float, average: float, maximum: float) -> float:
@@ -103,103 +93,90 @@ def normalize_summary(
 # -- regenerating the constants ---------------------------------------------------------------
 
 
+def _env_class(env_id: str) -> Any:
+    return load_entry_point(omnigym.spec(env_id).entry_point)
+
+
 def dataset_average(env_id: str, episodes: int | None = None, seed: int = RECOMPUTE_SEED) -> float:
     """Mean return of the behaviour dataset of ``env_id`` (default size unless ``episodes``)."""
     # Imported here: the task modules import this one for the final-step score.
-    from omnigym.envs.lmrl.datasets import DEFAULT_EPISODES, generate
+    from omnigym.envs.lmrl.datasets import behaviour_class, generate
 
-    task = DATASET_TASKS[env_id]
-    count = DEFAULT_EPISODES[task] if episodes is None else episodes
-    return float(np.mean([record["return"] for record in generate(task, count, seed)]))
+    count = behaviour_class(env_id).default_episodes if episodes is None else episodes
+    return float(np.mean([record["return"] for record in generate(env_id, count, seed)]))
 
 
-def oracle_returns(env_id: str, episodes: int | None = None) -> list[float]:
-    """The oracle's returns under the evaluation protocol of ``env_id``.
-
-    Maze: ``MAZE_STARTS_EPISODES`` episodes from each start (``episodes`` overrides the count
-    per start); Wordle: ``WORDLE_ORACLE_EPISODES`` episodes (or ``episodes``) with seeds 0, 1, ...
-    """
-    from omnigym.envs.lmrl.maze import load_layout
-
+def oracle_returns(env_id: str, runs: int | None = None) -> list[float]:
+    """The oracle's returns under ``env_id``'s evaluation protocol (its first ``runs`` runs)."""
     env = omnigym.make(env_id)
     oracle = omnigym.make_agent("oracle", env=env, env_id=env_id)
-    if env_id.startswith("LMRL/Maze"):
-        per_start = MAZE_STARTS_EPISODES if episodes is None else episodes
-        runs = [
-            (index * per_start + repeat, {"start": start})
-            for index, start in enumerate(load_layout().starts)
-            for repeat in range(per_start)
-        ]
-    else:
-        count = WORDLE_ORACLE_EPISODES if episodes is None else episodes
-        runs = [(seed, {}) for seed in range(count)]
     returns = []
-    for seed, options in runs:
-        oracle.reset(seed)
-        observation, info = env.reset(seed=seed, options=options)
-        done = False
-        while not done:
-            observation, _, terminated, truncated, info = env.step(oracle.act(observation, info))
-            done = terminated or truncated
-        returns.append(info["episode_return"])
-    env.close()
+    try:
+        for seed, options in _env_class(env_id).evaluation_runs()[:runs]:
+            if hasattr(oracle, "reset"):
+                oracle.reset(seed)
+            observation, info = env.reset(seed=seed, options=options)
+            done = False
+            while not done:
+                action = oracle.act(observation, info)
+                observation, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+            returns.append(info["episode_return"])
+    finally:
+        env.close()
     return returns
 
 
-def recompute() -> dict[str, dict[str, float]]:
-    """Every constant, regenerated from the dataset generator and the oracles."""
+def recompute(env_id: str) -> dict[str, float]:
+    """The constants of ``env_id``, regenerated from its behaviour policy and its oracle."""
     return {
-        env_id: {
-            "min": minimum,
-            "avg": round(dataset_average(env_id), 4),
-            "max": round(float(np.mean(oracle_returns(env_id))), 4),
-        }
-        for env_id, minimum in MINIMA.items()
+        "min": float(_env_class(env_id).min_return),
+        "avg": round(dataset_average(env_id), 4),
+        "max": round(float(np.mean(oracle_returns(env_id))), 4),
     }
 
 
 _HEADER = """\
 # LMRL normalized-score constants (spec lmrl.md section 6), written by
-#   python -m omnigym.envs.lmrl.normalization --recompute
-# min: the analytic minimum return (Maze: 100 moves at -1 and -1 for the cap; Wordle: 6 x -1).
-# avg: mean return of the behaviour dataset made by
-#   python -m omnigym.envs.lmrl.datasets --task TASK --seed {seed} --episodes N
-#   at the default sizes ({sizes})
-#   of spec section 4 (Wordle scaled down from LMRL's 1M episodes).
-# max: mean return of the oracle agent under the evaluation protocol: Maze, {maze} episodes from
-#   each of the 25 starts (LMRL's protocol; the oracles are deterministic); Wordle, {wordle}
-#   episodes with reset seeds 0..{wordle_last}.
+#   python -m omnigym.envs.lmrl.normalization --recompute [--only ENV_ID ...]
+# min: the analytic minimum return (the env class's min_return).
+# avg: mean return of the behaviour dataset (seed {seed}) at the behaviour's default size,
+#   as written by `omnigym dataset ENV_ID --seed {seed} --out FILE`.
+# max: mean return of the oracle agent over the env class's evaluation_runs() (for the Maze,
+#   LMRL's 32 episodes from each of the 25 starts; otherwise reset seeds 0..N-1).
+# Each entry records the sizes it was computed with.
 """
 
 
-def write_constants(constants: Mapping[str, Mapping[str, float]], path: Path = CONSTANTS_PATH):
+def write_constants(constants: Mapping[str, Mapping[str, Any]], path: Path = CONSTANTS_PATH):
     """Write the constants file with its provenance header."""
-    from omnigym.envs.lmrl.datasets import DEFAULT_EPISODES
-
-    header = _HEADER.format(
-        seed=RECOMPUTE_SEED,
-        sizes=", ".join(f"{task} {count}" for task, count in DEFAULT_EPISODES.items()),
-        maze=MAZE_STARTS_EPISODES,
-        wordle=WORDLE_ORACLE_EPISODES,
-        wordle_last=WORDLE_ORACLE_EPISODES - 1,
-    )
     body = yaml.safe_dump(
-        {"constants": {k: dict(v) for k, v in constants.items()}}, sort_keys=False
+        {"constants": {k: dict(v) for k, v in sorted(constants.items())}}, sort_keys=False
     )
-    path.write_text(header + body, encoding="utf-8")
+    path.write_text(_HEADER.format(seed=RECOMPUTE_SEED) + body, encoding="utf-8")
     load_constants.cache_clear()
 
 
 def main(argv: list[str] | None = None) -> None:
+    from omnigym.envs.lmrl.datasets import behaviour_class, dataset_env_ids
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--recompute", action="store_true", help="regenerate data/normalization.yaml"
     )
+    parser.add_argument("--only", nargs="+", metavar="ENV_ID", choices=dataset_env_ids())
     args = parser.parse_args(argv)
     if args.recompute:
-        constants = recompute()
+        data = yaml.safe_load(CONSTANTS_PATH.read_text(encoding="utf-8")) or {}
+        constants = dict(data.get("constants", {}))
+        for env_id in args.only or dataset_env_ids():
+            constants[env_id] = {
+                **recompute(env_id),
+                "dataset_episodes": behaviour_class(env_id).default_episodes,
+                "oracle_episodes": len(_env_class(env_id).evaluation_runs()),
+            }
+            print(env_id, constants[env_id], flush=True)
         write_constants(constants)
-        print(yaml.safe_dump(constants, sort_keys=False), end="")
     else:
         print(yaml.safe_dump(load_constants(), sort_keys=False), end="")
 

@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from omnigym.envs.lmrl.text_task import ACTION_MAX_LENGTH, TextTaskEnv, Turn, require_choice
+from omnigym.envs.lmrl.text_task import (
+    ACTION_MAX_LENGTH,
+    ScriptedBehaviour,
+    TextTaskEnv,
+    Turn,
+    require_choice,
+    require_finite_number,
+)
 
 DATA = Path(__file__).parent / "data"
 WORD_LENGTH = 5
@@ -133,6 +140,9 @@ class WordleEnv(TextTaskEnv):
 
     observation_max_length = 2048
     score_id = "LMRL/Wordle-v0"
+    min_return = -6.0
+    evaluation_episodes = 2000
+    """Oracle episodes (reset seeds 0..1999) behind the normalized 100; LMRL gives no count."""
 
     def __init__(
         self,
@@ -247,3 +257,43 @@ class WordleOracle:
             self._consistent = self._consistent[row[self._consistent] == code]
             self._last_guess = best_guess(self._consistent)
         return word_lists()[1][self._last_guess]
+
+
+class WordleBehaviour(ScriptedBehaviour):
+    """Random guess-list words mixed with random consistent answers (spec §4).
+
+    Each guess is, with probability ``random_probability``, a uniformly random word of the guess
+    list, else a uniformly random answer consistent with the feedback so far (read from
+    ``info["last_message"]``, as a player would).
+    """
+
+    policy = "wordle_random_or_consistent"
+    default_episodes = 20000
+    lmrl_success = 0.70
+
+    def __init__(self, env: Any, random_probability: float = 0.66) -> None:
+        super().__init__(env)
+        self.random_probability = require_finite_number("random_probability", random_probability)
+        self._guesses = word_lists()[1]
+        self._table = feedback_table()
+        self._answer_rows = answer_rows()
+        self._consistent = np.arange(len(word_lists()[0]))
+        self._last_row = 0
+
+    def parameters(self) -> dict[str, Any]:
+        return {"policy": self.policy, "random_probability": self.random_probability}
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        if info["turn"] == 0:
+            self._consistent = np.arange(len(word_lists()[0]))
+        else:
+            code = feedback_code(info["last_message"])
+            self._consistent = self._consistent[
+                self._table[self._last_row, self._consistent] == code
+            ]
+        if self.rng.random() < self.random_probability:
+            self._last_row = int(self.rng.integers(len(self._guesses)))
+        else:
+            pick = self._consistent[int(self.rng.integers(len(self._consistent)))]
+            self._last_row = int(self._answer_rows[pick])
+        return self._guesses[self._last_row]

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import omnigym
+from omnigym.envs.lmrl.datasets import dataset_env_ids
 from omnigym.envs.lmrl.normalization import (
     load_constants,
     normalize,
@@ -10,6 +12,7 @@ from omnigym.envs.lmrl.normalization import (
     normalized_score,
     oracle_returns,
 )
+from omnigym.registry import load_entry_point
 
 LMRL_FO_MAZE = {"min": -101.0, "avg": -83.0, "max": -6.84}
 LMRL_CHESS = {"min": -401.0, "avg": 0.21, "max": 1.0}
@@ -60,26 +63,23 @@ def test_unknown_env_id_names_the_known_ids():
         normalize("LMRL/Nope-v0", 0.0)
 
 
-def test_committed_constants_have_analytic_minima_and_ordered_anchors():
-    constants = load_constants()
-    assert set(constants) == {"LMRL/MazeFO-v0", "LMRL/MazePO-v0", "LMRL/Wordle-v0"}
-    assert constants["LMRL/MazeFO-v0"]["min"] == constants["LMRL/MazePO-v0"]["min"] == -101.0
-    assert constants["LMRL/Wordle-v0"]["min"] == -6.0
-    for entry in constants.values():
-        assert entry["min"] < entry["avg"] < entry["max"] <= 0.0
+@pytest.mark.parametrize("env_id", dataset_env_ids())
+def test_every_task_has_constants_with_its_analytic_minimum_and_ordered_anchors(env_id):
+    entry = load_constants()[env_id]
+    env_class = load_entry_point(omnigym.spec(env_id).entry_point)
+    assert entry["min"] == env_class.min_return
+    assert entry["min"] < entry["avg"] < entry["max"]
 
 
 @pytest.mark.parametrize("env_id", ["LMRL/MazeFO-v0", "LMRL/MazePO-v0"])
 def test_maze_max_matches_a_regeneration_of_the_oracle_protocol(env_id):
-    returns = oracle_returns(env_id, episodes=2)
-    assert np.mean(returns) == pytest.approx(load_constants()[env_id]["max"], abs=1e-4)
+    assert np.mean(oracle_returns(env_id)) == pytest.approx(load_constants()[env_id]["max"])
 
 
 @pytest.mark.parametrize("env_id", ["LMRL/MazeFO-v0", "LMRL/MazePO-v0", "LMRL/Wordle-v0"])
-def test_oracle_scores_at_least_95_on_its_own_env_by_construction(env_id):
-    constants = load_constants()[env_id]
-    assert normalize(env_id, constants["max"]) == pytest.approx(100.0)
-    returns = oracle_returns(env_id, episodes=200 if env_id == "LMRL/Wordle-v0" else 1)
+def test_oracle_scores_at_least_95_on_its_own_env(env_id):
+    assert normalize(env_id, load_constants()[env_id]["max"]) == pytest.approx(100.0)
+    returns = oracle_returns(env_id, runs=200)
     assert normalize(env_id, float(np.mean(returns))) >= 95.0
 
 
