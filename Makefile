@@ -2,11 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev
+EXTRAS ?= dev,chess
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench lint format clean stockfish
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,13 +16,23 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
 	@touch $@
 
-demo: $(STAMP)
+# LMRL/Chess-v0 plays against Debian's stockfish (installed in /usr/games, off the default PATH).
+stockfish:
+	@if command -v stockfish >/dev/null || [ -x /usr/games/stockfish ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq stockfish >/dev/null; \
+	else \
+		echo "note: Debian's stockfish is not installed (sudo apt-get install stockfish);" \
+		     "LMRL chess uses its fallback opponent and its stockfish tests are skipped"; \
+	fi
+
+demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart
 
-test: $(STAMP)
+test: $(STAMP) stockfish
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) stockfish
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
 
 lint: $(STAMP)
