@@ -67,6 +67,14 @@ def normalize(env_id: str, ret: float, constants: Mapping[str, float] | None = N
     return normalized_score(float(ret), c["min"], c["avg"], c["max"])
 
 
+def final_step_score(env_id: str, ret: float) -> float | None:
+    """The normalized score an episode's final ``info`` carries: ``None`` while ``env_id`` has
+    no constants yet (the only such moment is their first ``--recompute``)."""
+    if env_id not in load_constants():
+        return None
+    return normalize(env_id, ret)
+
+
 def normalize_summary(
     env_id: str, summary: Mapping[str, Any], constants: Mapping[str, float] | None = None
 ) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import gymnasium
 import numpy as np
 
-from omnigym.envs.lmrl.normalization import normalize
+from omnigym.envs.lmrl.normalization import final_step_score
 from omnigym.spaces import require_text_action, text_space
 
 ACTION_MAX_LENGTH = 256
@@ -160,7 +160,7 @@ class TextTaskEnv(gymnasium.Env[str, str]):
         if turn.terminated or turn.truncated:
             episode.done = True
             info["success"] = turn.success
-            info["normalized_score"] = normalize(self.score_id, episode.episode_return)
+            info["normalized_score"] = final_step_score(self.score_id, episode.episode_return)
             info["metrics"] = {
                 "turns": float(episode.turns),
                 "invalid_actions": float(episode.invalid_actions),
