@@ -23,6 +23,8 @@ from omnigym.envs.lmrl.car_dealer import (
 from omnigym.envs.lmrl.normalization import normalize
 from omnigym.spaces import PRINTABLE
 
+from .episodes import play
+
 DATA = load_data()
 POLITE_DISCOUNT = {
     "personality": "polite",
@@ -41,17 +43,6 @@ def buyer(**fields):
 
 def lines(observation):
     return observation.split("\n")
-
-
-def play(env, agent, seed, options=None):
-    if hasattr(agent, "reset"):
-        agent.reset(seed)
-    observation, info = env.reset(seed=seed, options=options)
-    done = False
-    while not done:
-        observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
-        done = terminated or truncated
-    return observation, info
 
 
 # -- data -------------------------------------------------------------------------------------

@@ -25,8 +25,11 @@ from omnigym.envs.lmrl.twenty_questions import (
     load_objects,
 )
 
+from .episodes import play
+
 OBJECTS, CITIES = load_objects(), load_cities()
 TWENTY_Q, CITY = "LMRL/TwentyQuestions-v0", "LMRL/GuessMyCity-v0"
+
 LMRL_CATEGORY_SIZES = {
     "Sports": 10,
     "Animals": 10,
@@ -63,16 +66,9 @@ def answers(env_cls, target, *questions):
     return [answer for answer, *_ in ask(env_cls, target, *questions)]
 
 
-def play(env_id, agent_name, seed, options=None):
+def play_named(env_id, agent_name, seed, options=None):
     env = omnigym.make(env_id)
-    agent = omnigym.make_agent(agent_name, env=env, env_id=env_id)
-    agent.reset(seed)
-    observation, info = env.reset(seed=seed, options=options)
-    done = False
-    while not done:
-        observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
-        done = terminated or truncated
-    return observation, info
+    return play(env, omnigym.make_agent(agent_name, env=env, env_id=env_id), seed, options)
 
 
 # -- knowledge bases ---------------------------------------------------------------------------
@@ -382,7 +378,7 @@ def test_targets_are_drawn_uniformly_and_reproducibly_from_the_seed():
 def test_oracle_names_every_item_within_the_question_limit(env_id, env_cls):
     returns = []
     for seed, options in env_cls.evaluation_runs():
-        _, info = play(env_id, "oracle", seed, options)
+        _, info = play_named(env_id, "oracle", seed, options)
         assert info["success"], options
         assert info["metrics"]["invalid_actions"] == info["metrics"]["unparsed_questions"] == 0
         returns.append(info["episode_return"])
@@ -394,7 +390,7 @@ def test_oracle_names_every_item_within_the_question_limit(env_id, env_cls):
 
 
 def test_city_oracle_asks_yes_no_questions_only():
-    observation, info = play(CITY, "oracle", seed=3)
+    observation, info = play_named(CITY, "oracle", seed=3)
     questions = observation.split("\n")[1::2]
     assert all(q.split()[0] in ("Is", "Does", "Do", "Could") for q in questions)
     assert "open_questions" in info["metrics"] and info["metrics"]["open_questions"] == 0.0
@@ -463,21 +459,23 @@ def test_behaviour_narrows_its_candidates_with_open_answers(seed):
 def test_normalized_score_is_100_for_the_oracle_and_0_for_the_minimum(env_id, env_cls):
     constants = load_constants()[env_id]
     oracle_returns = [
-        play(env_id, "oracle", seed, options)[1]["episode_return"]
+        play_named(env_id, "oracle", seed, options)[1]["episode_return"]
         for seed, options in env_cls.evaluation_runs()
     ]
     assert constants["min"] == env_cls.min_return == -20.0
     assert constants["max"] == pytest.approx(np.mean(oracle_returns), abs=1e-3)
-    scores = [play(env_id, "oracle", seed)[1]["normalized_score"] for seed in range(100)]
+    scores = [play_named(env_id, "oracle", seed)[1]["normalized_score"] for seed in range(100)]
     assert np.mean(scores) >= 90.0
-    _, info = play(env_id, "random", seed=0)
+    _, info = play_named(env_id, "random", seed=0)
     assert (info["episode_return"], info["normalized_score"]) == (-20.0, 0.0)
 
 
 def test_oracle_beats_behaviour_beats_random_in_mean_return():
     for env_id in (TWENTY_Q, CITY):
         means = {
-            name: np.mean([play(env_id, name, seed)[1]["episode_return"] for seed in range(150)])
+            name: np.mean(
+                [play_named(env_id, name, seed)[1]["episode_return"] for seed in range(150)]
+            )
             for name in ("oracle", "behavior", "random")
         }
         assert means["oracle"] > means["behavior"] + 3 > means["random"] + 3, (env_id, means)

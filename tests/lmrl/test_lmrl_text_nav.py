@@ -21,6 +21,8 @@ from omnigym.envs.lmrl.text_nav import (
     walkthrough,
 )
 
+from .episodes import play
+
 HOUSE = load_house()
 OPPOSITE = {"north": "south", "south": "north", "east": "west", "west": "east"}
 WALKTHROUGH = [
@@ -40,17 +42,6 @@ SHORTEST = {
     "bathroom": 8,
     "garden": 8,
 }
-
-
-def _play(env, agent, seed=0, options=None):
-    # The agent's seed differs from the env's so that their first draws are independent.
-    agent.reset(seed + 10_000)
-    observation, info = env.reset(seed=seed, options=options)
-    done = False
-    while not done:
-        observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
-        done = terminated or truncated
-    return observation, info
 
 
 # -- the house --------------------------------------------------------------------------------
@@ -356,7 +347,7 @@ def test_no_episode_can_outgrow_the_observation_space():
 def test_oracle_solves_from_every_room_in_the_fewest_commands(observability, room):
     env = TextNavEnv(observability=observability, obs_mode="last")
     # No env: the oracle reads only the messages and the public house data.
-    _, info = _play(env, TextNavOracle(), options={"start": room})
+    _, info = play(env, TextNavOracle(), 0, {"start": room}, agent_seed=10_000)
     assert info["success"] is True and info["episode_return"] == 1.0
     assert info["turn"] == SHORTEST[room] <= HOUSE.max_steps
 
@@ -381,7 +372,10 @@ def test_mean_returns_score_oracle_100_behaviour_about_50_random_near_0():
     scores = {}
     for name in ("oracle", "behavior", "random"):
         agent = omnigym.make_agent(name, env=env, env_id="LMRL/TextNavPO-v0")
-        returns = [_play(env, agent, seed)[1]["episode_return"] for seed in range(400)]
+        returns = [
+            play(env, agent, seed, agent_seed=seed + 10_000)[1]["episode_return"]
+            for seed in range(400)
+        ]
         scores[name] = normalize("LMRL/TextNavPO-v0", float(np.mean(returns)))
     assert scores["oracle"] == pytest.approx(100.0)
     assert 35.0 < scores["behavior"] < 65.0
