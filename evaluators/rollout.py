@@ -160,6 +160,10 @@ def evaluate(
                 collect({"env_id": env_id, "agent": label, **record})
         finally:
             env.close()
+            # An agent built here from its name is ours to close (engines, model servers).
+            close_agent = getattr(built_agent, "close", None)
+            if isinstance(agent, str) and close_agent is not None:
+                close_agent()
     elif todo:
         _run_in_workers(job, [(seed, episode) for _, _, seed, episode in todo], workers, collect)
     if store is None:

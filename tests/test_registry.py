@@ -39,6 +39,13 @@ def test_multi_agent_env_passes_pettingzoo_parallel_api_test(env_id):
     parallel_api_test(omnigym.make(env_id), num_cycles=100)
 
 
+@pytest.mark.parametrize("env_id", MULTI_IDS)
+def test_multi_agent_env_passes_pettingzoo_aec_api_test(env_id):
+    from pettingzoo.test import api_test
+
+    api_test(omnigym.make_aec(env_id), num_cycles=100)
+
+
 @pytest.mark.parametrize("env_id", SINGLE_IDS)
 def test_gymnasium_make_with_module_prefix_works_without_import(env_id):
     code = f"import gymnasium; env = gymnasium.make('omnigym:{env_id}'); env.reset(seed=0)"

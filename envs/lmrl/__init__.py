@@ -76,7 +76,7 @@ _SINGLE = (
         "LMRL/Endgames-v0",
         "chess_task:EndgamesEnv",
         "chess_task:ChessOracle",
-        "chess_task:ChessBehaviour",
+        "chess_task:EndgamesBehaviour",
         {},
         "Chess endgames: K+Q, K+R, K+Q+R or K+R+R against a lone king, White to mate.",
     ),
