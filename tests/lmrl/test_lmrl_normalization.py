@@ -87,3 +87,25 @@ def test_oracle_scores_at_least_95_on_its_own_env(env_id):
 def test_wordle_max_matches_a_regeneration_of_the_oracle_protocol():
     returns = oracle_returns("LMRL/Wordle-v0")
     assert np.mean(returns) == pytest.approx(load_constants()["LMRL/Wordle-v0"]["max"], abs=1e-4)
+
+
+REGENERATED = [
+    "LMRL/TextNavFO-v0",
+    "LMRL/TextNavPO-v0",
+    "LMRL/TwentyQuestions-v0",
+    "LMRL/GuessMyCity-v0",
+    "LMRL/CarDealer-v0",
+]
+"""Tasks whose constants regenerate in seconds (Maze and Wordle have their own tests above; Chess
+and Endgames take minutes of Stockfish time: `--recompute --only` them by hand)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", REGENERATED)
+def test_committed_constants_match_a_regeneration(env_id):
+    from omnigym.envs.lmrl.normalization import recompute
+
+    expected = load_constants()[env_id]
+    assert recompute(env_id) == pytest.approx(
+        {key: expected[key] for key in ("min", "avg", "max")}, abs=1e-4
+    )
