@@ -380,7 +380,10 @@ class MazeBehaviour(ScriptedBehaviour):
     simulator; each move is, with probability ``solver_probability``, a step of a solver that
     heads for the sub-maze's cell nearest the goal, else a uniformly random move that stays in
     the sub-maze (bumping into walls included). Only episodes that start in the goal's sub-maze
-    can succeed.
+    can succeed. Departure: the goal's sub-maze holds 15 of the 25 starts, so the dataset
+    succeeds in about 57 % of episodes (LMRL: 11 %): on this small layout a uniformly random walk
+    already succeeds in about 30 %, and the dataset must beat random play for the normalized
+    score's 50 to mean anything.
     """
 
     policy = "maze_sub_maze_mixture"
