@@ -1,0 +1,1 @@
+"""Craft: an embedded voxel engine re-creating the Craftium task suite (in progress)."""
