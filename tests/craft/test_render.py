@@ -1,0 +1,359 @@
+"""The voxel renderer and voxel crop: camera conventions, shading, fog, grey scale, entities."""
+
+import math
+
+import numpy as np
+import pytest
+
+from omnigym.envs.craft.render import (
+    AIR_ID,
+    FACE_SHADE_BOTTOM,
+    FACE_SHADE_TOP,
+    FACE_SHADE_X,
+    FACE_SHADE_Z,
+    IGNORE_ID,
+    LIGHT_CURVE,
+    Renderer,
+    RenderOptions,
+    camera_basis,
+    crop_voxel_info,
+    crop_voxels,
+    node_at,
+    to_grayscale,
+    vertical_fov,
+)
+
+STONE = 1
+DIRT = 2
+SKY = (97, 181, 245)
+STONE_RGB = np.array([200, 120, 40])
+DIRT_RGB = np.array([20, 20, 20])
+EYE = np.array([8.0, 8.0, 8.0])
+
+
+def tables():
+    colors = np.zeros((256, 3), dtype=np.uint8)
+    colors[STONE] = STONE_RGB
+    colors[DIRT] = DIRT_RGB
+    visible = np.zeros(256, dtype=bool)
+    visible[[STONE, DIRT]] = True
+    return colors, visible
+
+
+def renderer(**options):
+    """A 9×9 renderer over the test tables; options override ``RenderOptions``."""
+    colors, visible = tables()
+    return Renderer(colors, visible, RenderOptions(**{"width": 9, "height": 9, **options}))
+
+
+def empty_grid(size=17):
+    return np.full((size, size, size), AIR_ID, dtype=np.uint16)
+
+
+def centre(frame):
+    return frame[frame.shape[0] // 2, frame.shape[1] // 2]
+
+
+def shaded(rgb, factor):
+    return np.floor(np.asarray(rgb) * factor + 0.5).astype(np.uint8)
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_block_ahead_lands_in_image_centre_with_z_face_shading(kernel):
+    grid = empty_grid()
+    grid[8, 8, 12] = STONE
+    frame = renderer(fog=False, kernel=kernel).render(grid, EYE, yaw=0.0, pitch=0.0)
+    assert frame.shape == (9, 9, 3) and frame.dtype == np.uint8
+    np.testing.assert_array_equal(centre(frame), shaded(STONE_RGB, FACE_SHADE_Z))
+    drawn = np.argwhere((frame != SKY).any(axis=2))
+    np.testing.assert_array_equal(drawn, [[4, 4]])
+
+
+def test_looking_up_shows_only_sky():
+    grid = empty_grid()
+    grid[:, :8, :] = STONE
+    frame = renderer().render(grid, EYE, yaw=30.0, pitch=-90.0)
+    assert (frame == SKY).all()
+
+
+def test_looking_down_sees_top_face_unshaded():
+    grid = empty_grid()
+    grid[:, :7, :] = STONE
+    frame = renderer(fog=False).render(grid, EYE, yaw=0.0, pitch=90.0)
+    assert (frame == shaded(STONE_RGB, FACE_SHADE_TOP)).all()
+
+
+def test_looking_up_at_a_ceiling_sees_bottom_face_shading():
+    grid = empty_grid()
+    grid[:, 10:, :] = STONE
+    frame = renderer(fog=False).render(grid, EYE, yaw=0.0, pitch=-90.0)
+    assert (frame == shaded(STONE_RGB, FACE_SHADE_BOTTOM)).all()
+
+
+def test_turning_left_by_90_degrees_faces_minus_x():
+    grid = empty_grid()
+    grid[4, 8, 8] = STONE
+    r = renderer(fog=False)
+    assert (centre(r.render(grid, EYE, yaw=0.0, pitch=0.0)) == SKY).all()
+    np.testing.assert_array_equal(
+        centre(r.render(grid, EYE, yaw=90.0, pitch=0.0)), shaded(STONE_RGB, FACE_SHADE_X)
+    )
+    assert (centre(r.render(grid, EYE, yaw=-90.0, pitch=0.0)) == SKY).all()
+
+
+def test_yaw_zero_has_plus_x_on_the_right():
+    grid = empty_grid()
+    grid[10, 8, 12] = STONE
+    frame = renderer(width=33, height=33, fog=False).render(grid, EYE, yaw=0.0, pitch=0.0)
+    cols = np.argwhere((frame != SKY).any(axis=2))[:, 1]
+    assert len(cols) > 0 and (cols > 16).all()
+
+
+def test_positive_pitch_looks_down():
+    grid = empty_grid()
+    grid[8, 4, 12] = STONE
+    r = renderer(width=33, height=33, fog=False)
+    rows = np.argwhere((r.render(grid, EYE, yaw=0.0, pitch=0.0) != SKY).any(axis=2))[:, 0]
+    assert len(rows) > 0 and (rows > 16).all()
+    assert (centre(r.render(grid, EYE, yaw=0.0, pitch=45.0)) != SKY).any()
+
+
+def test_camera_basis_follows_luanti_look_direction():
+    right, up, forward = camera_basis(90.0, 0.0)
+    np.testing.assert_allclose(forward, [-1.0, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(right, [0.0, 0.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(up, [0.0, 1.0, 0.0], atol=1e-12)
+    _, _, down = camera_basis(0.0, 90.0)
+    np.testing.assert_allclose(down, [0.0, -1.0, 0.0], atol=1e-12)
+
+
+def test_vertical_fov_follows_luanti_aspect_clamp():
+    assert vertical_fov(72.0, 64, 64) == pytest.approx(72.0 * math.sqrt(1.6))
+    assert vertical_fov(90.0, 320, 180) == pytest.approx(90.0)
+    assert vertical_fov(72.0, 16, 64) == pytest.approx(72.0 * 1.4)
+
+
+def fog_frame(distance, block_rgb, sky_rgb):
+    colors = np.zeros((256, 3), dtype=np.uint8)
+    colors[STONE] = block_rgb
+    visible = np.zeros(256, dtype=bool)
+    visible[STONE] = True
+    options = RenderOptions(
+        width=9, height=9, sky_rgb=sky_rgb, view_distance=32.0, fog_start=0.4, face_shading=False
+    )
+    grid = np.full((3, 3, 64), AIR_ID, dtype=np.uint16)
+    grid[1, 1, distance] = STONE
+    frame = Renderer(colors, visible, options).render(grid, np.array([1.0, 1.0, 0.0]), 0.0, 0.0)
+    return centre(frame).astype(int)
+
+
+def expected_fog(face_distance, rgb, sky):
+    clarity = min(max((1.0 - face_distance / 32.0) / 0.6, 0.0), 1.0)
+    return np.floor(np.array(sky) + (np.array(rgb) - sky) * clarity + 0.5).astype(int)
+
+
+def test_fog_starts_at_fog_start_and_blends_linearly_into_the_sky():
+    dark, light_sky = (0, 0, 0), (200, 200, 200)
+    near, mid, far = fog_frame(10, dark, light_sky), fog_frame(20, dark, light_sky), None
+    np.testing.assert_array_equal(near, [0, 0, 0])
+    np.testing.assert_array_equal(mid, expected_fog(19.5, dark, light_sky))
+    far = fog_frame(30, dark, light_sky)
+    assert near[0] < mid[0] < far[0] < 200
+    np.testing.assert_array_equal(fog_frame(40, dark, light_sky), light_sky)
+
+
+def test_fog_darkens_bright_blocks_under_a_dark_sky():
+    bright, dark_sky = (250, 250, 250), (10, 10, 10)
+    values = [fog_frame(d, bright, dark_sky)[0] for d in (5, 20, 25, 30)]
+    assert values == sorted(values, reverse=True) and values[0] > values[-1]
+    np.testing.assert_array_equal(
+        fog_frame(25, bright, dark_sky), expected_fog(24.5, bright, dark_sky)
+    )
+
+
+def test_face_shading_off_gives_the_base_colour():
+    grid = empty_grid()
+    grid[8, 8, 12] = STONE
+    frame = renderer(fog=False, face_shading=False).render(grid, EYE, 0.0, 0.0)
+    np.testing.assert_array_equal(centre(frame), STONE_RGB)
+
+
+def test_light_of_the_node_in_front_darkens_the_face():
+    grid = empty_grid()
+    grid[8, 8, 12] = STONE
+    light = np.full(grid.shape, 15, dtype=np.uint8)
+    r = renderer(fog=False, face_shading=False)
+    np.testing.assert_array_equal(centre(r.render(grid, EYE, 0, 0, light=light)), STONE_RGB)
+    light[8, 8, 11] = 5
+    np.testing.assert_array_equal(
+        centre(r.render(grid, EYE, 0, 0, light=light)), shaded(STONE_RGB, LIGHT_CURVE[5])
+    )
+
+
+def test_grey_frames_use_craftium_thirds_formula():
+    grid = empty_grid()
+    grid[:, :7, :] = STONE
+    grid[8, 7, 10] = DIRT
+    colour = renderer().render(grid, EYE, 0.0, 30.0)
+    gray = renderer(rgb=False).render(grid, EYE, 0.0, 30.0)
+    kept = renderer(rgb=False, gray_scale_keepdim=True).render(grid, EYE, 0.0, 30.0)
+    assert gray.shape == (9, 9) and gray.dtype == np.uint8
+    assert kept.shape == (9, 9, 1) and kept.dtype == np.uint8
+    expected = colour[..., 0] // 3 + colour[..., 1] // 3 + colour[..., 2] // 3
+    np.testing.assert_array_equal(gray, expected)
+    np.testing.assert_array_equal(kept[..., 0], expected)
+    np.testing.assert_array_equal(to_grayscale(np.full((1, 1, 3), 255, np.uint8)), [[255]])
+
+
+def test_options_shape_matches_rendered_frames():
+    assert RenderOptions(width=64, height=32).shape == (32, 64, 3)
+    assert RenderOptions(width=64, height=32, rgb=False).shape == (32, 64)
+    assert RenderOptions(rgb=False, gray_scale_keepdim=True).shape == (64, 64, 1)
+    with pytest.raises(ValueError, match="width must be a positive int, got 0"):
+        RenderOptions(width=0)
+
+
+def test_grid_of_another_dtype_is_refused():
+    with pytest.raises(ValueError, match="grid must be a 3-D uint16 array, got 3-D int64"):
+        renderer().render(np.zeros((4, 4, 4), dtype=np.int64), EYE, 0.0, 0.0)
+
+
+def test_entity_box_is_drawn_in_front_of_blocks_and_hidden_behind_them():
+    grid = empty_grid()
+    grid[8, 8, 14] = STONE
+    r = renderer(fog=False)
+    in_front = np.array([[8.0, 8.0, 11.0, 0.3, 0.3, 0.3, 10, 200, 30]])
+    np.testing.assert_array_equal(
+        centre(r.render(grid, EYE, 0, 0, entities=in_front)), shaded((10, 200, 30), FACE_SHADE_Z)
+    )
+    behind = in_front.copy()
+    behind[0, 2] = 15.5
+    np.testing.assert_array_equal(
+        centre(r.render(grid, EYE, 0, 0, entities=behind)), shaded(STONE_RGB, FACE_SHADE_Z)
+    )
+
+
+def test_camera_outside_the_grid_sees_into_it():
+    grid = empty_grid()
+    grid[8, 8, 0] = STONE
+    frame = renderer(fog=False).render(grid, np.array([8.0, 8.0, -6.0]), 0.0, 0.0)
+    np.testing.assert_array_equal(centre(frame), shaded(STONE_RGB, FACE_SHADE_Z))
+
+
+def test_origin_shifts_node_coordinates():
+    grid = empty_grid()
+    grid[8, 8, 12] = STONE
+    frame = renderer(fog=False).render(grid, EYE - 100.0, 0.0, 0.0, origin=(-100, -100, -100))
+    np.testing.assert_array_equal(centre(frame), shaded(STONE_RGB, FACE_SHADE_Z))
+
+
+def test_texture_varies_texels_within_its_strength():
+    grid = empty_grid()
+    grid[:, :, 10] = STONE
+    frame = renderer(width=32, height=32, fog=False, face_shading=False, texture_strength=0.3)
+    pixels = frame.render(grid, EYE, 0.0, 0.0).reshape(-1, 3).astype(int)
+    assert len(np.unique(pixels[:, 0])) > 2
+    assert (pixels[:, 0] <= STONE_RGB[0]).all() and (pixels[:, 0] >= 0.7 * STONE_RGB[0] - 1).all()
+
+
+def test_rendering_is_deterministic():
+    rng = np.random.default_rng(0)
+    grid = rng.choice(
+        np.array([AIR_ID, STONE, DIRT], dtype=np.uint16), (20, 12, 20), p=[0.9, 0.05, 0.05]
+    )
+    entities = np.array([[10.0, 6.0, 12.0, 0.3, 0.9, 0.3, 250, 0, 0]])
+    frames = [
+        renderer(width=48, height=32, texture_strength=0.2).render(
+            grid, np.array([10.3, 6.1, 4.7]), 33.3, 12.5, entities=entities
+        )
+        for _ in range(2)
+    ]
+    assert frames[0].tobytes() == frames[1].tobytes()
+    assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 3
+
+
+def test_voxel_crop_is_laid_out_z_y_x_around_the_centre_node():
+    grid = np.arange(10 * 11 * 12, dtype=np.uint16).reshape(10, 11, 12)
+    crop = crop_voxels(grid, center=(5, 5, 5), radii=(2, 1, 3))
+    assert crop.shape == (7, 3, 5) and crop.dtype == np.uint16
+    assert crop[3, 1, 2] == grid[5, 5, 5]
+    assert crop[3 + 3, 1 + 1, 2 + 1] == grid[6, 6, 8]
+    assert crop[0, 0, 0] == grid[3, 4, 2]
+
+
+def test_voxel_crop_fills_outside_the_grid_with_ignore():
+    grid = np.full((4, 4, 4), STONE, dtype=np.uint16)
+    crop = crop_voxels(grid, center=(0, 0, 0), radii=(1, 1, 1))
+    assert crop[1, 1, 1] == STONE and crop[2, 2, 2] == STONE
+    assert crop[0, 1, 1] == IGNORE_ID and crop[1, 0, 1] == IGNORE_ID and crop[1, 1, 0] == IGNORE_ID
+    assert (crop_voxels(grid, center=(50, 0, 0), radii=(1, 1, 1)) == IGNORE_ID).all()
+
+
+def test_voxel_crop_honours_the_grid_origin():
+    grid = np.zeros((5, 5, 5), dtype=np.uint8)
+    grid[2, 3, 4] = 9
+    crop = crop_voxels(grid, center=(-8, -7, -6), radii=(0, 0, 0), origin=(-10, -10, -10), fill=0)
+    np.testing.assert_array_equal(crop, [[[9]]])
+
+
+def test_node_at_rounds_like_luanti():
+    assert node_at(np.array([0.49, -0.5, 1.5])) == (0, 0, 2)
+    assert node_at(np.array([-0.51, 2.0, -1.49])) == (-1, 2, -1)
+
+
+def terrain_scene(seed):
+    """A 32×16×32 hilly world with pillars, random light, two entities and a far camera."""
+    rng = np.random.default_rng(seed)
+    grid = np.full((32, 16, 32), AIR_ID, dtype=np.uint16)
+    xs, zs = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    height = (6 + 2 * np.sin(xs / 4.0) + 2 * np.cos(zs / 5.0)).astype(int)
+    for x in range(32):
+        for z in range(32):
+            grid[x, : height[x, z], z] = STONE
+            grid[x, height[x, z], z] = DIRT
+    pillars = rng.integers(0, 32, (12, 2))
+    grid[pillars[:, 0], 8:13, pillars[:, 1]] = STONE
+    light = rng.integers(0, 16, grid.shape).astype(np.uint8)
+    entities = np.array(
+        [[12.0, 10.5, 14.0, 0.3, 0.9, 0.3, 250, 10, 10], [18.0, 11.0, 9.0, 0.5, 0.5, 0.8, 0, 0, 90]]
+    )
+    return grid, light, entities
+
+
+@pytest.mark.parametrize("options", [{"texture_strength": 0.3}, {"fog": False, "rgb": False}])
+def test_numba_and_numpy_kernels_draw_identical_frames(options):
+    grid, light, entities = terrain_scene(0)
+    rng = np.random.default_rng(1)
+    numba_renderer = renderer(width=40, height=24, kernel="numba", **options)
+    numpy_renderer = renderer(width=40, height=24, kernel="numpy", **options)
+    eyes = [np.array([15.2, 11.7, 15.9]), np.array([-6.0, 14.0, -4.0]), np.array([16.0, 30.0, 5.0])]
+    colours = set()
+    for i in range(12):
+        eye = eyes[i % 3]
+        yaw, pitch = rng.uniform(0.0, 360.0), rng.uniform(-90.0, 90.0)
+        if i % 3 == 1:
+            yaw, pitch = 315.0 + rng.uniform(-20.0, 20.0), rng.uniform(0.0, 40.0)
+        kwargs = {"entities": entities if i % 2 else None, "light": light if i % 4 < 2 else None}
+        expected = numba_renderer.render(grid, eye, yaw, pitch, **kwargs)
+        np.testing.assert_array_equal(
+            numpy_renderer.render(grid, eye, yaw, pitch, **kwargs), expected
+        )
+        colours.update(map(bytes, expected.reshape(40 * 24, -1)))
+    assert len(colours) > 20
+
+
+def test_kernel_option_is_checked_and_resolved():
+    assert renderer(kernel="numpy").kernel == "numpy"
+    assert renderer(kernel="auto").kernel == "numba"
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        RenderOptions(kernel="cuda")
+
+
+def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
+    grid = np.full((3, 3, 3), STONE, dtype=np.uint16)
+    light = np.arange(27, dtype=np.uint8).reshape(3, 3, 3)
+    param2 = np.full((3, 3, 3), 5, dtype=np.uint8)
+    info = crop_voxel_info(grid, light, param2, center=(2, 1, 1), radii=(1, 0, 0))
+    assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
+    np.testing.assert_array_equal(info[0, 0, 0], [STONE, light[1, 1, 1], 5])
+    np.testing.assert_array_equal(info[0, 0, 2], [IGNORE_ID, 0, 0])
