@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -182,15 +184,20 @@ def worker_speedup(
     from omnigym.evaluators.rollout import evaluate
 
     evaluate(env_id, agent, episodes=2)  # warm the oracle's caches in this process
-    start = time.perf_counter()
-    evaluate(env_id, agent, episodes=episodes, seeds=[0])
-    serial = time.perf_counter() - start
-    start = time.perf_counter()
-    evaluate(env_id, agent, episodes=episodes, seeds=[0], workers=2)
-    parallel = time.perf_counter() - start
+
+    def timed(workers: int) -> float:
+        start = time.perf_counter()
+        evaluate(env_id, agent, episodes=episodes, seeds=[0], workers=workers)
+        return time.perf_counter() - start
+
+    # The machine's speed drifts between runs: take the median of three paired runs.
+    pairs = [(timed(1), timed(2)) for _ in range(3)]
+    serial = statistics.median(serial for serial, _ in pairs)
+    parallel = statistics.median(parallel for _, parallel in pairs)
+    speedup = statistics.median(serial / parallel for serial, parallel in pairs)
     return _figure(
         "workers=2 speed-up",
-        serial / parallel,
+        speedup,
         "x over workers=1",
         1.6,
         ">= 1.6x",
@@ -229,6 +236,18 @@ BENCHMARKS: dict[str, Callable[[], Figure]] = {
 }
 
 
+def _run_named(name: str) -> Figure:
+    return BENCHMARKS[name]()
+
+
+def _isolated(name: str) -> Figure:
+    """Run one benchmark in a fresh interpreter, so that no figure inherits another's memory
+    (peak RSS is per process) or garbage-collector load."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(_run_named, name).result()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results.json"))
@@ -236,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     figures = []
     for name in args.only or BENCHMARKS:
-        figure = BENCHMARKS[name]()
+        figure = _isolated(name)
         figures.append(figure)
         mark = {True: "ok  ", False: "MISS", None: "rec "}[figure["meets_goal"]]
         against = "" if figure["goal"] is None else f" (goal {figure['goal']}; "

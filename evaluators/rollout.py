@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import islice
@@ -105,10 +105,12 @@ def _init_worker(job: Job) -> None:
     _worker_state["env"], _worker_state["agent"] = job.build()
 
 
-def _worker_episode(seed: int, episode: int) -> Record:
-    job = _worker_state["job"]
-    record = run_episode(_worker_state["env"], _worker_state["agent"], seed, episode)
-    return {"env_id": job.env_id, "agent": job.label, **record}
+def _worker_episodes(tasks: list[tuple[int, int]]) -> list[Record]:
+    job, env, agent = _worker_state["job"], _worker_state["env"], _worker_state["agent"]
+    return [
+        {"env_id": job.env_id, "agent": job.label, **run_episode(env, agent, seed, episode)}
+        for seed, episode in tasks
+    ]
 
 
 def evaluate(
@@ -173,23 +175,27 @@ def evaluate(
 
 def _run_in_workers(
     job: Job,
-    tasks: Iterable[tuple[int, int]],
+    tasks: list[tuple[int, int]],
     workers: int,
     collect: Callable[[Record], None],
 ) -> None:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["omnigym"])
-    pending = iter(tasks)
+    # Episodes travel in small batches: one message per episode would cost the parent as much
+    # CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32 episodes,
+    # so a killed run loses little, and at most 4 batches per worker are in flight.
+    size = max(1, min(32, len(tasks) // (8 * workers)))
+    batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(job,)
     ) as pool:
-        # Keep a bounded number of episodes in flight so a kill loses little and memory stays flat.
         in_flight = set()
         while True:
-            for seed, episode in islice(pending, 4 * workers - len(in_flight)):
-                in_flight.add(pool.submit(_worker_episode, seed, episode))
+            for batch in islice(batches, 4 * workers - len(in_flight)):
+                in_flight.add(pool.submit(_worker_episodes, batch))
             if not in_flight:
                 break
             done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in done:
-                collect(future.result())
+                for record in future.result():
+                    collect(record)
