@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from omnigym.evaluators.rollout import episode_seeds, evaluate
+from omnigym.evaluators import evaluate
+from omnigym.evaluators.rollout import episode_seeds
 from omnigym.evaluators.store import EpisodeStore, read_records
 
 ENV = "LMRL/MazeFO-v0"
