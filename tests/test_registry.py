@@ -48,8 +48,12 @@ def test_multi_agent_env_passes_pettingzoo_aec_api_test(env_id):
 
 @pytest.mark.parametrize("env_id", SINGLE_IDS)
 def test_gymnasium_make_with_module_prefix_works_without_import(env_id):
-    code = f"import gymnasium; env = gymnasium.make('omnigym:{env_id}'); env.reset(seed=0)"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    code = (
+        f"import gymnasium; env = gymnasium.make('omnigym:{env_id}'); env.reset(seed=0);"
+        " print(env.spec.id)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == env_id, result.stderr
 
 
 def _trajectory(env_id, seed, steps=60):
