@@ -16,7 +16,9 @@ light curve. The node holding the eye is not drawn, so a camera inside a block s
 
 Two kernels compute the same arithmetic in the same order: a Numba one (on-disk cache, no
 fastmath, sequential, so frames are bit-exact on a given machine) and a vectorised NumPy reference
-for installs without Numba, an order of magnitude slower.
+for installs without Numba, an order of magnitude slower. The Numba kernel also skips work that
+cannot change a pixel: entity boxes outside a conservative on-screen rectangle, and the walk of a
+ray that is not going down once it is above the highest visible row (``Renderer.top_row``).
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
@@ -192,6 +194,11 @@ class Renderer:
         self.kernel = "numba" if use_numba else "numpy"
         self._kernel = _render_kernel if use_numba else _render_numpy
 
+    def top_row(self, grid: np.ndarray) -> int:
+        """Highest row (y index) of ``grid`` holding a visible node, −1 when there is none."""
+        rows = np.flatnonzero(self._visible[grid].any(axis=(0, 2)))
+        return int(rows[-1]) if len(rows) else -1
+
     def render(
         self,
         grid: np.ndarray,
@@ -201,6 +208,7 @@ class Renderer:
         entities: np.ndarray | None = None,
         light: np.ndarray | None = None,
         origin: tuple[int, int, int] = (0, 0, 0),
+        top_row: int | None = None,
     ) -> np.ndarray:
         """One frame seen from ``eye`` (nodes) with Luanti's ``yaw`` and ``pitch`` (degrees).
 
@@ -212,6 +220,10 @@ class Renderer:
             light: ``uint8 [X, Y, Z]`` node light 0–15, or None for full light everywhere. A face
                 takes the light of the node in front of it.
             origin: node coordinates of ``grid[0, 0, 0]``.
+            top_row: ``self.top_row(grid)``, computed once per change of the grid: the Numba
+                kernel stops rays that are not going down above it. None stands for the grid's
+                top row. Any value at or above ``self.top_row(grid)`` gives the same frame; a
+                lower one is an error that hides what stands above it.
 
         Returns:
             ``uint8`` frame of shape ``options.shape``.
@@ -223,11 +235,12 @@ class Renderer:
         entities = self._no_entities if entities is None else entities
         frame = np.empty((opts.height, opts.width, 3), dtype=np.uint8)
         self._kernel(
-            grid,
+            np.ascontiguousarray(grid),
             light if use_light else self._no_light,
             use_light,
             self._colors,
             self._visible,
+            grid.shape[1] - 1 if top_row is None else int(top_row),
             np.asarray(origin, dtype=np.float64),
             np.asarray(eye, dtype=np.float64),
             camera_basis(yaw, pitch),
@@ -306,14 +319,54 @@ def _box_slab(lo, hi, e, d, inv, a, t_near, t_far, axis, sign):
     return t_near, min(t_far, t1), axis, sign
 
 
+@njit(cache=True)
+def _entity_screen_bounds(entities, eye, basis):
+    """Per entity box, the camera-unit rectangle (right min, max, up min, max) its rays cross.
+
+    A conservative bound: a box wholly behind the eye plane gets an empty one, a box crossing it
+    an infinite one. Lets the per-pixel box test skip boxes it cannot hit, which never changes a
+    result.
+    """
+    bounds = np.empty((entities.shape[0], 4))
+    for k in range(entities.shape[0]):
+        lo_u, hi_u, lo_v, hi_v = np.inf, -np.inf, np.inf, -np.inf
+        behind = ahead = 0
+        for corner in range(8):
+            qx = entities[k, 0] + (entities[k, 3] if corner & 1 else -entities[k, 3]) - eye[0]
+            qy = entities[k, 1] + (entities[k, 4] if corner & 2 else -entities[k, 4]) - eye[1]
+            qz = entities[k, 2] + (entities[k, 5] if corner & 4 else -entities[k, 5]) - eye[2]
+            f = qx * basis[2, 0] + qy * basis[2, 1] + qz * basis[2, 2]
+            if f < -1e-3:
+                behind += 1
+            elif f > 1e-3:
+                ahead += 1
+                u = (qx * basis[0, 0] + qy * basis[0, 1] + qz * basis[0, 2]) / f
+                v = (qx * basis[1, 0] + qy * basis[1, 1] + qz * basis[1, 2]) / f
+                lo_u, hi_u = min(lo_u, u), max(hi_u, u)
+                lo_v, hi_v = min(lo_v, v), max(hi_v, v)
+        if behind == 8:
+            bounds[k] = (np.inf, -np.inf, np.inf, -np.inf)
+        elif ahead < 8:
+            bounds[k] = (-np.inf, np.inf, -np.inf, np.inf)
+        else:
+            margin = 1e-4 * (1.0 + max(abs(lo_u), abs(hi_u), abs(lo_v), abs(hi_v)))
+            bounds[k] = (lo_u - margin, hi_u + margin, lo_v - margin, hi_v + margin)
+    return bounds
+
+
 @njit(cache=True, inline="always")
-def _entity_hit(entities, ex, ey, ez, dx, dy, dz, ix, iy, iz, t_limit):
-    """Nearest entity box hit before ``t_limit``: (t, index, axis, normal sign) or index −1."""
+def _entity_hit(entities, bounds, rx, ry, ex, ey, ez, dx, dy, dz, ix, iy, iz, t_limit):
+    """Nearest entity box hit before ``t_limit``: (t, index, axis, normal sign) or index −1.
+
+    ``(rx, ry)`` is the pixel's ray in camera units, checked against ``bounds`` first.
+    """
     best_t = t_limit
     best_k = -1
     best_axis = 0
     best_sign = 0.0
     for k in range(entities.shape[0]):
+        if not (bounds[k, 0] <= rx <= bounds[k, 1] and bounds[k, 2] <= ry <= bounds[k, 3]):
+            continue
         cx, cy, cz = entities[k, 0], entities[k, 1], entities[k, 2]
         hx, hy, hz = entities[k, 3], entities[k, 4], entities[k, 5]
         t_near, t_far, axis, sign = _box_slab(
@@ -349,11 +402,12 @@ def _grid_slab(p, d, inv, n, t_enter, t_leave, axis, a):
 
 
 @njit(cache=True, inline="always")
-def _cast(grid, visible, px, py, pz, dx, dy, dz, ix, iy, iz, t_limit):
-    """Walk one ray through the grid (cell space) up to ``t_limit``.
+def _cast(grid, cells, visible, y_top, px, py, pz, dx, dy, dz, ix, iy, iz, t_limit):
+    """Walk one ray through the C-contiguous grid (cell space) up to ``t_limit``.
 
-    ``(ix, iy, iz)`` is the inverse of the direction ``(dx, dy, dz)``. Returns (content, cell x,
-    y, z, axis of the entered face), content −1 for no hit.
+    ``cells`` is the grid flattened; ``(ix, iy, iz)`` is the inverse of the direction
+    ``(dx, dy, dz)``; no cell above row ``y_top`` is visible, so a ray that is not going down
+    stops there. Returns (content, cell x, y, z, axis of the entered face), content −1 for no hit.
     """
     nx, ny, nz = grid.shape
     if 0.0 <= px < nx and 0.0 <= py < ny and 0.0 <= pz < nz:
@@ -375,41 +429,55 @@ def _cast(grid, visible, px, py, pz, dx, dy, dz, ix, iy, iz, t_limit):
             cy = 0 if dy > 0.0 else ny - 1
         else:
             cz = 0 if dz > 0.0 else nz - 1
-    sx = 1 if dx > 0.0 else -1
-    sy = 1 if dy > 0.0 else -1
+    # Rows above y_top hold nothing visible: a ray that does not go down ends on reaching them.
+    y_end = ny
+    if dy >= 0.0:
+        y_end = min(ny, y_top + 1)
+        if cy >= y_end:
+            return -1, 0, 0, 0, 0
+    stride_x = ny * nz
+    sx = stride_x if dx > 0.0 else -stride_x
+    sy = nz if dy > 0.0 else -nz
     sz = 1 if dz > 0.0 else -1
+    index = cx * stride_x + cy * nz + cz
     ex, ey, ez = abs(ix), abs(iy), abs(iz)
     mx = _first_boundary(cx, px, dx, ix)
     my = _first_boundary(cy, py, dy, iy)
     mz = _first_boundary(cz, pz, dz, iz)
+    ux = 1 if dx > 0.0 else -1
+    uy = 1 if dy > 0.0 else -1
+    uz = 1 if dz > 0.0 else -1
     # The node holding the eye is never drawn: the walk starts there when the eye is inside.
-    skip = axis < 0
+    if axis >= 0 and visible[cells[index]]:
+        return np.int64(cells[index]), cx, cy, cz, axis
     while True:
-        content = grid[cx, cy, cz]
-        if visible[content] and not skip:
-            return np.int64(content), cx, cy, cz, axis
-        skip = False
         # The grid is left when the stepped index leaves it (t carries rounding).
         if mx <= my and mx <= mz:
             axis, t = 0, mx
-            cx += sx
+            cx += ux
+            index += sx
             mx += ex
             if cx < 0 or cx >= nx:
                 return -1, 0, 0, 0, 0
         elif my <= mz:
             axis, t = 1, my
-            cy += sy
+            cy += uy
+            index += sy
             my += ey
-            if cy < 0 or cy >= ny:
+            if cy < 0 or cy >= y_end:
                 return -1, 0, 0, 0, 0
         else:
             axis, t = 2, mz
-            cz += sz
+            cz += uz
+            index += sz
             mz += ez
             if cz < 0 or cz >= nz:
                 return -1, 0, 0, 0, 0
         if t >= t_limit:
             return -1, 0, 0, 0, 0
+        content = cells[index]
+        if visible[content]:
+            return np.int64(content), cx, cy, cz, axis
 
 
 @njit(cache=True, inline="always")
@@ -427,6 +495,7 @@ def _render_kernel(
     use_light,
     colors,
     visible,
+    y_top,
     origin,
     eye,
     basis,
@@ -446,6 +515,8 @@ def _render_kernel(
     px = eye[0] - origin[0] + 0.5
     py = eye[1] - origin[1] + 0.5
     pz = eye[2] - origin[2] + 0.5
+    bounds = _entity_screen_bounds(entities, eye, basis)
+    cells = grid.reshape(-1)
     for row in range(out.shape[0]):
         for col in range(out.shape[1]):
             rx = pixel_rays[row, col, 0]
@@ -460,10 +531,23 @@ def _render_kernel(
             ix, iy, iz = _inverse(dx), _inverse(dy), _inverse(dz)
 
             hit_t, hit_k, hit_axis, hit_sign = _entity_hit(
-                entities, eye[0], eye[1], eye[2], dx, dy, dz, ix, iy, iz, view_distance
+                entities,
+                bounds,
+                rx,
+                ry,
+                eye[0],
+                eye[1],
+                eye[2],
+                dx,
+                dy,
+                dz,
+                ix,
+                iy,
+                iz,
+                view_distance,
             )
             content, cx, cy, cz, axis = _cast(
-                grid, visible, px, py, pz, dx, dy, dz, ix, iy, iz, hit_t
+                grid, cells, visible, y_top, px, py, pz, dx, dy, dz, ix, iy, iz, hit_t
             )
             if content < 0 and hit_k < 0:
                 for c in range(3):
@@ -535,6 +619,7 @@ def _render_numpy(
     use_light,
     colors,
     visible,
+    y_top,
     origin,
     eye,
     basis,
@@ -549,7 +634,10 @@ def _render_numpy(
     texture_strength,
     out,
 ):
-    """The NumPy reference of ``_render_kernel``: the same arithmetic, vectorised over rays."""
+    """The NumPy reference of ``_render_kernel``: the same arithmetic, vectorised over rays.
+
+    ``y_top`` is unused: the reference walks every ray to its end, with or without the hint.
+    """
     dims = np.array(grid.shape)
     p = eye - origin + 0.5
     rx = pixel_rays[..., 0].reshape(-1, 1)

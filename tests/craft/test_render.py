@@ -357,3 +357,49 @@ def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
     assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
     np.testing.assert_array_equal(info[0, 0, 0], [STONE, light[1, 1, 1], 5])
     np.testing.assert_array_equal(info[0, 0, 2], [IGNORE_ID, 0, 0])
+
+
+def test_top_row_is_the_highest_row_holding_a_visible_node():
+    r = renderer()
+    grid = empty_grid()
+    assert r.top_row(grid) == -1
+    grid[3, 5, 9] = STONE
+    grid[0, 11, 0] = AIR_ID + 1  # An id the tables do not make visible.
+    assert r.top_row(grid) == 5
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_top_row_hint_leaves_every_frame_unchanged(kernel):
+    grid, light, entities = terrain_scene(2)
+    r = renderer(width=40, height=24, kernel=kernel, texture_strength=0.2)
+    top = r.top_row(grid)
+    assert top == 12
+    rng = np.random.default_rng(3)
+    eyes = [np.array([15.2, 11.7, 15.9]), np.array([16.0, 14.5, 5.0]), np.array([8.0, 30.0, 8.0])]
+    for i in range(9):
+        eye, yaw, pitch = eyes[i % 3], rng.uniform(0.0, 360.0), rng.uniform(-60.0, 60.0)
+        kwargs = {"entities": entities, "light": light}
+        np.testing.assert_array_equal(
+            r.render(grid, eye, yaw, pitch, top_row=top, **kwargs),
+            r.render(grid, eye, yaw, pitch, **kwargs),
+        )
+
+
+def test_entities_at_the_frame_edges_and_around_the_eye_match_the_reference():
+    grid, light, _ = terrain_scene(4)
+    rng = np.random.default_rng(5)
+    eye = np.array([15.5, 12.0, 15.5])
+    centres = eye + rng.uniform(-4.0, 4.0, (24, 3))
+    sizes = rng.uniform(0.1, 1.5, (24, 3))
+    colours = rng.integers(0, 256, (24, 3))
+    entities = np.column_stack([centres, sizes, colours]).astype(np.float64)
+    numba_renderer = renderer(width=32, height=32, kernel="numba", fog=False)
+    numpy_renderer = renderer(width=32, height=32, kernel="numpy", fog=False)
+    drawn = set()
+    for yaw in range(0, 360, 45):
+        pitch = float(rng.uniform(-80.0, 80.0))
+        frame = numba_renderer.render(grid, eye, yaw, pitch, entities=entities, light=light)
+        expected = numpy_renderer.render(grid, eye, yaw, pitch, entities=entities, light=light)
+        np.testing.assert_array_equal(frame, expected)
+        drawn.update(map(bytes, frame.reshape(-1, 3)))
+    assert len(drawn) > 24
