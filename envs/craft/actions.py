@@ -191,7 +191,23 @@ def _mouse_move(names: Sequence[str], mouse_mov: float) -> np.ndarray:
     return move
 
 
-class DiscreteActionWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
+class _ActionListWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
+    """What both Craftium wrappers share: the checked ``actions`` list and ``mouse_mov``; a
+    subclass gives its action space for ``len(actions)`` names and maps actions to raw dicts."""
+
+    def __init__(self, env: gym.Env, actions: Sequence[str], mouse_mov: float = 0.5):
+        _check_wrapper_args(env, actions, mouse_mov)
+        gym.utils.RecordConstructorArgs.__init__(self, actions=list(actions), mouse_mov=mouse_mov)
+        gym.ActionWrapper.__init__(self, env)
+        self.actions = list(actions)
+        self.mouse_mov = float(mouse_mov)
+        self.action_space = self._space(len(self.actions))
+
+    def _space(self, count: int) -> spaces.Space:
+        raise NotImplementedError
+
+
+class DiscreteActionWrapper(_ActionListWrapper):
     """Craftium's ``Discrete`` view of the raw key-and-mouse action.
 
     ## Action Space
@@ -212,13 +228,8 @@ class DiscreteActionWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     value when ``step`` gets an index outside ``Discrete(len(actions) + 1)``.
     """
 
-    def __init__(self, env: gym.Env, actions: Sequence[str], mouse_mov: float = 0.5):
-        _check_wrapper_args(env, actions, mouse_mov)
-        gym.utils.RecordConstructorArgs.__init__(self, actions=list(actions), mouse_mov=mouse_mov)
-        gym.ActionWrapper.__init__(self, env)
-        self.actions = list(actions)
-        self.mouse_mov = float(mouse_mov)
-        self.action_space = spaces.Discrete(len(self.actions) + 1)
+    def _space(self, count: int) -> spaces.Space:
+        return spaces.Discrete(count + 1)
 
     def _one(self, index: Any) -> dict[str, Any]:
         if not _is_index(index) or not 0 <= int(index) < self.action_space.n:
@@ -239,7 +250,7 @@ class DiscreteActionWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
         return self._one(action)
 
 
-class BinaryActionWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
+class BinaryActionWrapper(_ActionListWrapper):
     """Craftium's ``MultiBinary`` view of the raw key-and-mouse action.
 
     ## Action Space
@@ -258,13 +269,8 @@ class BinaryActionWrapper(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     value when ``step`` gets anything but ``len(actions)`` zeros and ones.
     """
 
-    def __init__(self, env: gym.Env, actions: Sequence[str], mouse_mov: float = 0.5):
-        _check_wrapper_args(env, actions, mouse_mov)
-        gym.utils.RecordConstructorArgs.__init__(self, actions=list(actions), mouse_mov=mouse_mov)
-        gym.ActionWrapper.__init__(self, env)
-        self.actions = list(actions)
-        self.mouse_mov = float(mouse_mov)
-        self.action_space = spaces.MultiBinary(len(self.actions))
+    def _space(self, count: int) -> spaces.Space:
+        return spaces.MultiBinary(count)
 
     def action(self, action: Any) -> dict[str, Any]:
         """Map a vector of ``len(actions)`` bits to a raw action dict."""
