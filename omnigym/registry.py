@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import gymnasium
+from gymnasium.envs.registration import WrapperSpec
 
 Kind = Literal["single", "multi"]
 ObsKind = Literal["pixels", "voxels", "text", "vector", "dict"]
@@ -36,6 +37,9 @@ class EnvInfo:
     this id (``"oracle"``) to their entry points; ``dataset`` names the ``"module:function"``
     that writes the id's offline dataset, called as ``f(env_id, episodes, seed, path)`` with
     ``episodes=None`` for the family's default size, returning the dataset's statistics.
+    ``wrappers`` are ``("module:Wrapper", kwargs)`` pairs that ``gymnasium.make`` applies around
+    the environment (Gymnasium's ``additional_wrappers``); ``vector_entry_point`` is Gymnasium's,
+    for ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
     """
 
     id: str
@@ -50,11 +54,14 @@ class EnvInfo:
     agents: Mapping[str, str] = field(default_factory=dict)
     aec_entry_point: str | None = None
     dataset: str | None = None
+    wrappers: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    vector_entry_point: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         record = asdict(self)
         record["kwargs"] = dict(self.kwargs)
         record["agents"] = sorted(self.agents)
+        record["wrappers"] = [[entry, dict(kwargs)] for entry, kwargs in self.wrappers]
         return record
 
 
@@ -74,7 +81,17 @@ def register(info: EnvInfo) -> None:
         return
     _REGISTRY[info.id] = info
     if info.kind == "single" and info.id not in gymnasium.registry:
-        gymnasium.register(id=info.id, entry_point=info.entry_point, kwargs=dict(info.kwargs))
+        wrappers = tuple(
+            WrapperSpec(entry.rpartition(":")[2], entry, dict(kwargs))
+            for entry, kwargs in info.wrappers
+        )
+        gymnasium.register(
+            id=info.id,
+            entry_point=info.entry_point,
+            kwargs=dict(info.kwargs),
+            additional_wrappers=wrappers,
+            vector_entry_point=info.vector_entry_point,
+        )
 
 
 def load_entry_point(entry_point: str) -> Any:

@@ -1,1 +1,54 @@
-"""Craft: an embedded voxel engine re-creating the Craftium task suite (in progress)."""
+"""Craft: an embedded voxel engine re-creating the Craftium task suite (spec craft.md).
+
+Importing this package registers the ``Craft/`` ids (entry-point strings only: the engine, its
+Numba kernels and the task modules load when an environment is made). Each single-agent id is
+``CraftEnv(task=<name>)`` wrapped in Craftium's ``DiscreteActionWrapper`` with the task's
+actions, so ``env.action_space`` is ``Discrete(n)`` and ``env.unwrapped.action_space`` the raw
+22-key ``Dict``. The action lists and episode lengths are the data of ``data/tasks.yaml``;
+this module repeats only the ids and descriptions so that importing it reads no file.
+"""
+
+from omnigym.registry import EnvInfo, register
+
+PAPER = (
+    "Craftium: Bridging Flexibility and Efficiency for Rich 3D Single- and Multi-Agent "
+    "Environments (Malagón, Ceberio, Lozano, ICML 2025)"
+)
+_WRAPPER = "omnigym.envs.craft.actions:DiscreteActionWrapper"
+_ENV = "omnigym.envs.craft.env:CraftEnv"
+
+_SCRIPTED = "omnigym.agents.scripted."
+
+# task name, DiscreteActionWrapper actions, mouse_mov, scripted agent, description
+_SINGLE = (
+    (
+        "Room",
+        ("forward", "mouse x+", "mouse x-"),
+        0.5,
+        "room:RoomScripted",
+        "Closed room: walk to the orange block; -1 per step, at most 1000 steps.",
+    ),
+    (
+        "SmallRoom",
+        ("forward", "mouse x+", "mouse x-"),
+        0.5,
+        "room:RoomScripted",
+        "10x10 room: walk to the orange block; -1 per step, at most 500 steps.",
+    ),
+)
+
+for _name, _actions, _mouse_mov, _scripted, _description in _SINGLE:
+    register(
+        EnvInfo(
+            id=f"Craft/{_name}-v0",
+            entry_point=_ENV,
+            family="Craft",
+            kind="single",
+            obs_kind="pixels",
+            paper=PAPER,
+            description=_description,
+            kwargs={"task": _name},
+            agents={"scripted": _SCRIPTED + _scripted},
+            wrappers=((_WRAPPER, {"actions": list(_actions), "mouse_mov": _mouse_mov}),),
+        )
+    )

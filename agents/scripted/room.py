@@ -1,0 +1,51 @@
+"""Scripted walker for ``Craft/Room-v0`` and ``Craft/SmallRoom-v0``: face the target, walk to it.
+
+Reads the target's node and the player's pose from the simulation (``env.unwrapped``), turns
+with the task's ``mouse x±`` actions until the target lies within half a turn of the view, then
+holds ``forward``. The collision with the target block stops it, inside the task's threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from omnigym.envs.craft.physics import camera_turn
+
+
+class RoomScripted:
+    """Turn-then-walk controller over the registered ``Discrete(4)`` action set."""
+
+    def __init__(self, env: Any, **_kwargs: Any) -> None:
+        self.env = env
+        base = env.unwrapped
+        self.actions = ("noop", *base.task.actions)
+        options = base.render_options
+        mouse_mov = base.task.mouse_mov
+        config = base.config
+        per_frame, _ = camera_turn(
+            -mouse_mov,
+            0.0,
+            options.width,
+            options.height,
+            config.fov,
+            config.mouse_sensitivity,
+            config.fov_scale,
+        )
+        self.turn_per_step = abs(per_frame) * base.frameskip
+
+    def reset(self, seed: int | None = None) -> None:
+        """Stateless: nothing to reset."""
+
+    def act(self, observation: Any, info: dict[str, Any]) -> int:
+        base = self.env.unwrapped
+        player = base.sim.avatars[0].player
+        tx, _, tz = base.task.target
+        dx, dz = tx - player.position[0], tz - player.position[2]
+        desired = math.degrees(math.atan2(-dx, dz))  # yaw 0 faces +z, yaw 90 faces -x
+        error = (desired - player.yaw + 180.0) % 360.0 - 180.0
+        if error > self.turn_per_step / 2:
+            return self.actions.index("mouse x-")  # turn left: yaw grows
+        if error < -self.turn_per_step / 2:
+            return self.actions.index("mouse x+")
+        return self.actions.index("forward")

@@ -1,0 +1,439 @@
+"""The Craft simulation: one world, its players and entities, stepped frame by frame.
+
+Follows the frame loop of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which drives the Luanti
+engine (spec craft.md §2.2–§2.5). ``CraftSim`` owns the world grid, the players (one for the
+single-agent env, several for ``MultiAgentCombat``), the entities and the task, and runs one agent
+step as ``frameskip`` frames of ``dt = 1 / fps_max``. Per frame, in this order:
+
+1. look: the mouse delta turns the camera (§2.4);
+2–4. walk, jump, gravity and the collision sweep (``physics.step_player``); fall damage;
+5. dig or punch whatever is pointed (the nearer of a node and a body), place, drop, hotbar;
+6. entities update (mob AI), the damage they deal is applied, the task scores the frame.
+
+``forward``, ``backward``, ``left``, ``right`` and ``dig`` are held on every frame of a step, the
+mouse delta is applied on every frame, every other key fires on the first frame only (§2.3).
+Event rewards are summed over the frames; per-step rewards are the task's, once per step.
+
+The gymnasium and PettingZoo classes (``env.py``, ``multi.py``, ``vector.py``) are thin fronts
+over this class; it knows nothing of spaces or wrappers. Departures from Craftium are those of
+spec §9: fixed frame time, soft reset by grid copy, no GUI for ``inventory``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from omnigym.envs.craft.digging import DugNode, ToolTable, dig_frame, place, pointed_node
+from omnigym.envs.craft.engine import AIR, MaterialTable, Player, World, node_at
+from omnigym.envs.craft.entities import Entities, EntityContext, PlayerHurt, PunchResult
+from omnigym.envs.craft.physics import Controls, PhysicsConfig, camera_turn, step_player
+from omnigym.envs.craft.render import (
+    Renderer,
+    RenderOptions,
+    crop_voxel_info,
+    crop_voxels,
+)
+
+if TYPE_CHECKING:
+    from omnigym.envs.craft.tasks.base import Task
+
+HELD_KEYS = ("forward", "backward", "left", "right", "dig")
+"""Keys held on every frame of a step (§2.3); every other key fires on the first frame only."""
+PLAYER_KIND_ID = 1
+"""Kind id of a player body in entity observations (``data/mobs.yaml``)."""
+PLAYER_COLOR = (60, 90, 200)
+MAX_ENTITY_ROWS = 32
+_NO_CONTROLS = Controls()
+
+
+@dataclass
+class FrameEvents:
+    """What happened to one player during one frame; tasks score frames from these."""
+
+    dug: list[DugNode] = field(default_factory=list)
+    punches: list[PunchResult] = field(default_factory=list)
+    player_hits: list[int] = field(default_factory=list)
+    """Indices of other players this player landed a punch on."""
+    placed: list[tuple[int, int, int]] = field(default_factory=list)
+    damage_taken: int = 0
+
+
+@dataclass
+class Avatar:
+    """One player's body, inventory and per-episode counters."""
+
+    player: Player
+    alive: bool = True
+    last_punch: float = -math.inf
+    damage_taken: int = 0
+    distance: float = 0.0
+    min_y: float = math.inf
+    hazard_time: float = 0.0
+    hp_max: int = 20
+
+    def box(self, config: PhysicsConfig) -> tuple[np.ndarray, np.ndarray]:
+        hx, h, hz = config.box
+        p = self.player.position
+        return (
+            np.array([p[0] - hx / 2, p[1], p[2] - hz / 2]),
+            np.array([p[0] + hx / 2, p[1] + h, p[2] + hz / 2]),
+        )
+
+
+class CraftSim:
+    """A world stepped frame by frame for ``n_players`` players.
+
+    Args:
+        task: the task object (rules, world builder, spawn).
+        n_players: bodies in the world.
+        config: physics constants (``PhysicsConfig.load(pmul, fps_max)``).
+        render: frame options, or ``None`` when no frame is ever drawn.
+        kernel: "auto", "numba" or "numpy" for the physics, digging and rendering kernels.
+        enable_damage: falls, lava and mobs hurt players.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        n_players: int,
+        config: PhysicsConfig,
+        render: RenderOptions | None,
+        kernel: str = "auto",
+        enable_damage: bool = True,
+    ):
+        self.task = task
+        self.config = config
+        self.kernel = kernel
+        self.enable_damage = enable_damage
+        self.materials: MaterialTable = task.materials
+        self.tools: ToolTable = task.tools
+        self.n_players = n_players
+        self.render_options = render
+        self.renderer = (
+            Renderer(self.materials.colors, self.materials.visible, render) if render else None
+        )
+        self.world: World | None = None
+        self._pristine: World | None = None
+        self._top_row = -1
+        self.avatars: list[Avatar] = []
+        self.entities = Entities()
+        self.rng = np.random.default_rng()
+        self.time = 0.0
+        self.frames = 0
+        self._damage_per_second = np.array(
+            [self.materials[i].damage_per_second for i in range(len(self.materials.colors))],
+            dtype=np.int64,
+        )
+
+    # ---- episodes ---------------------------------------------------------------------------
+
+    def load_world(self, pristine: World) -> None:
+        """Makes ``pristine`` (kept unchanged) the world that resets restore."""
+        self._pristine = pristine
+        if (
+            self.world is None
+            or self.world.shape != pristine.shape
+            or not np.array_equal(self.world.origin, pristine.origin)
+        ):
+            self.world = pristine.copy()
+        else:
+            self.world.restore(pristine)
+
+    def reset(self, rng: np.random.Generator) -> None:
+        """Restores the pristine world, clears bodies and counters; the task then spawns."""
+        assert self._pristine is not None, "load_world first"
+        self.world.restore(self._pristine)
+        self.rng = rng
+        self.time = 0.0
+        self.frames = 0
+        self.entities.clear()
+        self.avatars = [
+            Avatar(Player(hp=self.config.hp_max), hp_max=self.config.hp_max)
+            for _ in range(self.n_players)
+        ]
+        self.task.reset(self)
+        for avatar in self.avatars:
+            avatar.min_y = float(avatar.player.position[1])
+        self.world_changed()
+
+    def world_changed(self) -> None:
+        """Call after editing the grid outside a frame (tasks that build during an episode)."""
+        if self.renderer is not None:
+            self._top_row = self.renderer.top_row(self.world.content)
+
+    # ---- stepping ---------------------------------------------------------------------------
+
+    def step(self, actions: list[dict[str, Any]], frameskip: int) -> list[list[FrameEvents]]:
+        """Runs one agent step: ``frameskip`` frames with each player's complete raw action.
+
+        Returns, per frame, the ``FrameEvents`` of each player. Stops early once every player
+        is dead or the task says the episode is over.
+        """
+        config = self.config
+        width = self.render_options.width if self.render_options else 64
+        height = self.render_options.height if self.render_options else 64
+        turns, held, first = [], [], []
+        for action in actions:
+            mouse = action["mouse"]
+            turns.append(
+                camera_turn(
+                    float(mouse[0]),
+                    float(mouse[1]),
+                    width,
+                    height,
+                    config.fov,
+                    config.mouse_sensitivity,
+                    config.fov_scale,
+                )
+            )
+            keys = {k: action[k] for k in HELD_KEYS}
+            held.append(
+                Controls(
+                    forward=bool(keys["forward"]),
+                    backward=bool(keys["backward"]),
+                    left=bool(keys["left"]),
+                    right=bool(keys["right"]),
+                )
+            )
+            first.append(
+                Controls(
+                    forward=bool(keys["forward"]),
+                    backward=bool(keys["backward"]),
+                    left=bool(keys["left"]),
+                    right=bool(keys["right"]),
+                    jump=bool(action["jump"]),
+                    sneak=bool(action["sneak"]),
+                    aux1=bool(action["aux1"]),
+                )
+            )
+        history = []
+        for frame in range(frameskip):
+            events = [FrameEvents() for _ in self.avatars]
+            for i, avatar in enumerate(self.avatars):
+                if not avatar.alive:
+                    continue
+                action = actions[i]
+                controls = first[i] if frame == 0 else held[i]
+                self._player_frame(i, avatar, action, controls, turns[i], frame == 0, events)
+            self._entities_frame(events)
+            self.time += config.dt
+            self.frames += 1
+            history.append(events)
+            if self.task.frame(self, events) or not any(a.alive for a in self.avatars):
+                break
+        return history
+
+    def _player_frame(self, i, avatar, action, controls, turn, first, events) -> None:
+        config = self.config
+        player = avatar.player
+        if turn[0] or turn[1]:
+            player.look(turn[0], turn[1], config.pitch_limit)
+        before = player.position.copy()
+        result = step_player(self.world, player, controls, config, self.kernel)
+        avatar.distance += math.hypot(
+            player.position[0] - before[0], player.position[2] - before[2]
+        )
+        if player.position[1] < avatar.min_y:
+            avatar.min_y = float(player.position[1])
+        if result.fall_damage:
+            self.hurt(i, result.fall_damage, events)
+        self._hazard(i, avatar, events)
+        if action["dig"]:
+            self._dig_or_punch(i, avatar, events[i])
+        else:
+            player.dig_target, player.dig_elapsed = None, 0.0
+        if not first:
+            return
+        for slot in range(9):
+            if action[f"slot_{slot + 1}"]:
+                player.inventory.select(slot)
+        if action["place"]:
+            bodies = [a.box(config) for j, a in enumerate(self.avatars) if j != i and a.alive]
+            bodies += [e.box() for e in self.entities]
+            where = place(self.world, player, config, bodies, self.kernel)
+            if where is not None:
+                events[i].placed.append(where)
+                self.world_changed()
+        if action["drop"]:
+            self._drop(player)
+
+    def _hazard(self, i, avatar, events) -> None:
+        """Damage of nodes like lava: their ``damage_per_second`` after each full second inside."""
+        node = node_at(avatar.player.position)
+        dps = int(self._damage_per_second[self.world.get(*node)])
+        if dps <= 0:
+            avatar.hazard_time = 0.0
+            return
+        avatar.hazard_time += self.config.dt
+        if avatar.hazard_time >= 1.0 - 1e-9:
+            avatar.hazard_time -= 1.0
+            self.hurt(i, dps, events)
+
+    def _dig_or_punch(self, i, avatar, ev: FrameEvents) -> None:
+        config = self.config
+        player = avatar.player
+        eye = player.eye(config.eye_height)
+        direction = player.look_direction()
+        node_hit = pointed_node(self.world, player, config, self.kernel)
+        node_dist = node_hit.distance if node_hit is not None else math.inf
+        limit = min(node_dist, config.interaction_range)
+        body = self._pointed_body(i, eye, direction, limit)
+        if body is None:
+            dug = dig_frame(self.world, player, self.tools, config, True, self.rng, self.kernel)
+            if dug is not None:
+                ev.dug.append(dug)
+                self.world_changed()
+            return
+        player.dig_target, player.dig_elapsed = None, 0.0
+        tool = self.tools.wielded_tool(player.inventory.wielded)
+        if self.time - avatar.last_punch + 1e-9 < tool.full_punch_interval:
+            return
+        avatar.last_punch = self.time
+        target, _ = body
+        if isinstance(target, int):
+            ev.player_hits.append(target)
+            self.task.player_punched(self, i, target, tool)
+            return
+        result = self.entities.punch(target, tool, player.position)
+        if result.picked_up is not None:
+            player.inventory.add(*result.picked_up)
+        ev.punches.append(result)
+
+    def _pointed_body(self, i, eye, direction, limit):
+        """The nearest entity or other player along the view within ``limit``, if any."""
+        best = self.entities.pointed(eye, direction, limit)
+        for j, other in enumerate(self.avatars):
+            if j == i or not other.alive:
+                continue
+            lo, hi = other.box(self.config)
+            dist = _ray_box(eye, direction, lo, hi)
+            if dist is not None and dist <= limit and (best is None or dist < best[1]):
+                best = (j, dist)
+        return best
+
+    def _drop(self, player: Player) -> None:
+        item = player.inventory.wielded
+        if item is None or not player.inventory.take_wielded(1):
+            return
+        ahead = player.position + player.look_direction() * np.array([1.0, 0.0, 1.0])
+        self.entities.spawn("item", ahead + np.array([0.0, 0.5, 0.0]), item=item, count=1)
+
+    def _entities_frame(self, events: list[FrameEvents]) -> None:
+        if not len(self.entities):
+            return
+        ctx = EntityContext(
+            world=self.world,
+            config=self.config,
+            rng=self.rng,
+            players=[a.player for a in self.avatars],
+            player_alive=[a.alive for a in self.avatars],
+            time=self.time,
+            events=[],
+        )
+        self.entities.update(ctx)
+        for event in ctx.events:
+            if isinstance(event, PlayerHurt):
+                self.hurt(event.player, event.damage, events)
+
+    def hurt(self, i: int, damage: int, events: list[FrameEvents] | None = None) -> None:
+        """Takes ``damage`` hp from player ``i`` when damage is enabled; hp 0 kills."""
+        avatar = self.avatars[i]
+        if not self.enable_damage or damage <= 0 or not avatar.alive:
+            return
+        avatar.player.hp = max(avatar.player.hp - int(damage), 0)
+        avatar.damage_taken += int(damage)
+        if events is not None:
+            events[i].damage_taken += int(damage)
+        if avatar.player.hp <= 0:
+            avatar.alive = False
+
+    # ---- observations -----------------------------------------------------------------------
+
+    def entity_boxes(self, viewer: int) -> np.ndarray | None:
+        """Boxes of every entity and of the other players, for the renderer."""
+        boxes = self.entities.boxes() if len(self.entities) else None
+        others = [a for j, a in enumerate(self.avatars) if j != viewer and a.alive]
+        if not others:
+            return boxes
+        hx, h, hz = self.config.box
+        rows = np.array(
+            [
+                [*(a.player.position + (0.0, h / 2, 0.0)), hx / 2, h / 2, hz / 2, *PLAYER_COLOR]
+                for a in others
+            ],
+            dtype=np.float64,
+        )
+        return rows if boxes is None else np.concatenate([boxes, rows])
+
+    def frame(self, viewer: int = 0) -> np.ndarray:
+        """The first-person frame of player ``viewer``."""
+        player = self.avatars[viewer].player
+        return self.renderer.render(
+            self.world.content,
+            player.eye(self.config.eye_height),
+            player.yaw,
+            player.pitch,
+            entities=self.entity_boxes(viewer),
+            light=self.task.frame_light(self),
+            origin=self.world.origin,
+            top_row=self._top_row,
+        )
+
+    def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
+        """The ``voxels`` observation dict of §2.6 for player ``viewer``."""
+        avatar = self.avatars[viewer]
+        player = avatar.player
+        center = node_at(player.position)
+        state = np.array(
+            [
+                *player.velocity,
+                player.yaw,
+                player.pitch,
+                player.hp,
+                player.inventory.selected,
+                float(player.on_ground),
+                self.task.time_of_day(self),
+            ],
+            dtype=np.float32,
+        )
+        return {
+            "voxels": crop_voxels(self.world.content, center, radii, self.world.origin),
+            "entities": self.entities.observation(player.position, MAX_ENTITY_ROWS),
+            "player": state,
+        }
+
+    def voxel_info(self, viewer: int, radii: tuple[int, int, int]) -> np.ndarray:
+        """Craftium's ``info["voxel_obs"]`` (id, light, param2) around player ``viewer``."""
+        world = self.world
+        center = node_at(self.avatars[viewer].player.position)
+        return crop_voxel_info(
+            world.content, world.light, world.param2, center, radii, world.origin
+        )
+
+    def count_nodes(self, cid: int) -> int:
+        return int(np.count_nonzero(self.world.content == cid))
+
+
+def _ray_box(eye: np.ndarray, direction: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Distance along a unit ray to an axis-aligned box (slab test), ``None`` when missed."""
+    t_near, t_far = 0.0, math.inf
+    for a in range(3):
+        d = direction[a]
+        if abs(d) < 1e-12:
+            if eye[a] < lo[a] or eye[a] > hi[a]:
+                return None
+            continue
+        t1, t2 = (lo[a] - eye[a]) / d, (hi[a] - eye[a]) / d
+        if t1 > t2:
+            t1, t2 = t2, t1
+        t_near, t_far = max(t_near, t1), min(t_far, t2)
+        if t_near > t_far:
+            return None
+    return t_near
+
+
+__all__ = ["AIR", "Avatar", "CraftSim", "FrameEvents"]

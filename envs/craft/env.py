@@ -1,0 +1,473 @@
+"""``CraftEnv``: the Gymnasium environment of the Craft family, Craftium's constructor and all.
+
+Follows Craftium's ``CraftiumEnv`` (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §3): the
+same keyword arguments with the same defaults, the raw 22-key ``Dict`` action space, the same
+``info`` keys, so code written for Craftium runs after changing the import and the id.
+
+Spaces:
+
+- action: ``actions.raw_action_space()`` (21 ``Discrete(2)`` keys and a ``mouse`` ``Box``);
+  registered ids wrap it in ``DiscreteActionWrapper`` with the task's actions.
+- observation, ``obs_mode="rgb"`` (default): ``Box(0, 255, (H, W, 3), uint8)``; with
+  ``rgb_observations=False`` grey ``(H, W)`` (``(H, W, 1)`` with ``gray_scale_keepdim``).
+  ``obs_mode="voxels"``: ``Dict(voxels uint16 (2rz+1, 2ry+1, 2rx+1), entities float32 (32, 6),
+  player float32 (9,))``; ``obs_mode="both"``: that dict plus ``rgb``.
+
+Rewards, terminations and episode lengths are the task's (``tasks/``, ``data/tasks.yaml``).
+``info`` on reset and every step: ``voxel_obs``, ``player_pos``, ``player_vel``, ``player_pitch``,
+``player_yaw``, ``mt_dtime`` (Craftium's), ``task`` (counters), and on the final step
+``success``, ``normalized_score``, ``metrics``.
+
+Seeding (spec §3.3): the ``seed`` kwarg selects the map (None: the task's canonical world);
+``reset(seed=...)`` seeds ``np_random``, which drives everything random in the episode.
+``reset(options={"world_seed": k})`` switches to world ``k`` (``"per_episode"``: drawn from
+``np_random``); ``options={"minetest_conf": {...}}`` overrides task parameters for the episode.
+
+Departures from Craftium (spec §9): frame time fixed at ``1 / fps_max`` with no throughput cap;
+every reset is a grid copy; declared shape ``(H, W, C)``; engine-process kwargs are accepted and
+ignored (listed in ``IGNORED_KWARGS``); ``backend="minetest"`` is not available yet.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import numbers
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from omnigym.envs.craft.actions import check_raw_action, raw_action_space
+from omnigym.envs.craft.core import CraftSim
+from omnigym.envs.craft.engine import World
+from omnigym.envs.craft.physics import KERNELS, PhysicsConfig
+from omnigym.envs.craft.render import RenderOptions
+from omnigym.envs.craft.tasks import task_class
+from omnigym.envs.craft.tasks.base import Task
+
+IGNORED_KWARGS = (
+    "env_dir",
+    "run_dir",
+    "run_dir_prefix",
+    "game_id",
+    "world_name",
+    "minetest_dir",
+    "pipe_proc",
+    "mt_listen_timeout",
+    "mt_port",
+    "sync_mode",
+    "offscreen_sdl",
+    "gpu_id",
+    "init_frames",
+)
+"""Craftium kwargs that configure its engine process; accepted and ignored here."""
+
+ENGINE_CONF = ("fov", "mouse_sensitivity", "fast_move", "enable_damage", "give_initial_stuff")
+"""``minetest_conf`` keys with a meaning here besides the task's own parameters."""
+
+OBS_MODES = ("rgb", "voxels", "both")
+ENTITY_ROWS = 32
+WORLD_CACHE_SIZE = 4
+_WARNED: set[str] = set()
+
+
+class _WorldCache:
+    """Pristine worlds by (task class, world key), least recently used dropped beyond ``size``.
+
+    Shared by every env of the process: pristine worlds are never written, so vector envs and
+    repeated ``gym.make`` calls build each world once.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self._worlds: collections.OrderedDict[Any, World] = collections.OrderedDict()
+
+    def get(self, task: Task, map_seed: int | None) -> World:
+        key = (type(task), task.world_key(map_seed))
+        world = self._worlds.get(key)
+        if world is None:
+            world = task.build_world(map_seed)
+            world.content.flags.writeable = False
+            self._worlds[key] = world
+            while len(self._worlds) > self.size:
+                self._worlds.popitem(last=False)
+        else:
+            self._worlds.move_to_end(key)
+        return world
+
+
+WORLDS = _WorldCache(WORLD_CACHE_SIZE)
+
+
+def _check_positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _check_nonnegative_int(name: str, value: Any) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return int(value)
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _check_map_seed(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be None or a non-negative int, got {value!r}")
+    return int(value)
+
+
+class CraftEnv(gym.Env):
+    """One Craftium task in the embedded engine (spec craft.md §3.1 lists every kwarg).
+
+    Args:
+        task: task name (``"ChopTree"``, ``"Room"``, ...).
+        obs_width, obs_height: observation size (default: the task's, 64×64 for most).
+        frameskip: frames per step (§2.3).
+        rgb_observations, gray_scale_keepdim: colour or Craftium's grey frames.
+        max_timesteps: truncation after this many steps (default: the task's).
+        seed: map seed; None is the task's canonical world.
+        render_mode: None, "rgb_array" or "human" (needs pygame).
+        enable_voxel_obs, voxel_obs_rx, voxel_obs_ry, voxel_obs_rz: ``info["voxel_obs"]`` and
+            the radii of the voxel observation.
+        soft_reset: accepted; every reset is soft (a grid copy).
+        pmul, fps_max: physics multiplier and frame rate (``dt = 1 / fps_max``).
+        minetest_conf: task parameters plus ``fov``, ``mouse_sensitivity``, ``fast_move``,
+            ``enable_damage``, ``give_initial_stuff``; other keys warn once and are ignored.
+        obs_mode: "rgb", "voxels" or "both".
+        render_kernel: "auto", "numba" or "numpy".
+        backend: "embedded" (the only one in v0).
+        **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
+    """
+
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
+
+    def __init__(
+        self,
+        task: str = "ChopTree",
+        obs_width: int | None = None,
+        obs_height: int | None = None,
+        frameskip: int = 1,
+        rgb_observations: bool = True,
+        gray_scale_keepdim: bool = False,
+        max_timesteps: int | None = None,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        enable_voxel_obs: bool = False,
+        voxel_obs_rx: int = 20,
+        voxel_obs_ry: int = 10,
+        voxel_obs_rz: int = 20,
+        soft_reset: bool = True,
+        pmul: float = 20,
+        fps_max: float = 200,
+        minetest_conf: Mapping[str, Any] | None = None,
+        obs_mode: str = "rgb",
+        render_kernel: str = "auto",
+        backend: str = "embedded",
+        n_players: int = 1,
+        **engine_kwargs: Any,
+    ):
+        unknown = sorted(set(engine_kwargs) - set(IGNORED_KWARGS))
+        if unknown:
+            raise TypeError(f"CraftEnv got unexpected keyword arguments {unknown}")
+        if backend != "embedded":
+            if backend == "minetest":
+                raise ValueError(
+                    "backend='minetest' is not available yet: only the embedded engine ships "
+                    "in v0 (spec craft.md §8)"
+                )
+            raise ValueError(f"backend must be 'embedded', got {backend!r}")
+        task_type = task_class(task)
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        if render_kernel not in KERNELS:
+            raise ValueError(f"render_kernel must be one of {KERNELS}, got {render_kernel!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
+        if render_mode == "human":
+            try:
+                import pygame  # noqa: F401
+            except ImportError:
+                raise ValueError(
+                    "render_mode='human' needs pygame (pip install pygame); "
+                    "use render_mode='rgb_array' without it"
+                ) from None
+        if minetest_conf is not None and not isinstance(minetest_conf, Mapping):
+            raise ValueError(f"minetest_conf must be a dict, got {minetest_conf!r}")
+        self.frameskip = _check_positive_int("frameskip", frameskip)
+        self.rgb_observations = _check_bool("rgb_observations", rgb_observations)
+        self.gray_scale_keepdim = _check_bool("gray_scale_keepdim", gray_scale_keepdim)
+        self.enable_voxel_obs = _check_bool("enable_voxel_obs", enable_voxel_obs)
+        self.soft_reset = _check_bool("soft_reset", soft_reset)
+        self.radii = (
+            _check_nonnegative_int("voxel_obs_rx", voxel_obs_rx),
+            _check_nonnegative_int("voxel_obs_ry", voxel_obs_ry),
+            _check_nonnegative_int("voxel_obs_rz", voxel_obs_rz),
+        )
+        self.map_seed = _check_map_seed("seed", seed)
+        self.obs_mode = obs_mode
+        self.render_mode = render_mode
+        conf = dict(minetest_conf or {})
+        engine_conf = {key: conf.pop(key) for key in ENGINE_CONF if key in conf}
+        self._user_conf = self._task_conf(task_type, conf)
+        self.task: Task = task_type(self._user_conf, n_players=n_players)
+        width, height = self.task.width, self.task.height
+        if obs_width is not None:
+            width = _check_positive_int("obs_width", obs_width)
+        if obs_height is not None:
+            height = _check_positive_int("obs_height", obs_height)
+        self.max_timesteps = (
+            self.task.max_timesteps
+            if max_timesteps is None
+            else _check_positive_int("max_timesteps", max_timesteps)
+        )
+        fov = engine_conf.get("fov", self.task.fov)
+        if not isinstance(fov, numbers.Real) or not 0 < fov < 180:
+            raise ValueError(f"minetest_conf['fov'] must be in (0, 180) degrees, got {fov!r}")
+        sensitivity = engine_conf.get("mouse_sensitivity", 0.2)
+        if not isinstance(sensitivity, numbers.Real) or sensitivity <= 0:
+            raise ValueError(
+                f"minetest_conf['mouse_sensitivity'] must be positive, got {sensitivity!r}"
+            )
+        if not isinstance(pmul, numbers.Real) or isinstance(pmul, bool) or not pmul > 0:
+            raise ValueError(f"pmul must be a positive number, got {pmul!r}")
+        if not isinstance(fps_max, numbers.Real) or isinstance(fps_max, bool) or not fps_max > 0:
+            raise ValueError(f"fps_max must be a positive number, got {fps_max!r}")
+        self.config = PhysicsConfig.load(
+            pmul=float(pmul),
+            fps_max=float(fps_max),
+            fov=float(fov),
+            mouse_sensitivity=float(sensitivity),
+            fast_move=bool(engine_conf.get("fast_move", False)),
+        )
+        enable_damage = engine_conf.get("enable_damage", self.task.enable_damage)
+        self.give_initial_stuff = bool(engine_conf.get("give_initial_stuff", False))
+        kernel = "numba" if render_kernel == "auto" else render_kernel
+        from omnigym.envs.craft.render import NUMBA_AVAILABLE
+
+        if render_kernel == "auto" and not NUMBA_AVAILABLE:
+            kernel = "numpy"
+        self.render_options = RenderOptions(
+            width=width,
+            height=height,
+            fov=float(fov),
+            rgb=self.rgb_observations,
+            gray_scale_keepdim=self.gray_scale_keepdim,
+            kernel=kernel,
+        )
+        self.sim = CraftSim(
+            self.task,
+            n_players=n_players,
+            config=self.config,
+            render=self.render_options,
+            kernel=kernel,
+            enable_damage=bool(enable_damage),
+        )
+        self.action_space = raw_action_space()
+        self.observation_space = self._observation_space()
+        self.mt_dtime = self.frameskip * self.config.dt
+        self._voxel_info_shape = (
+            2 * self.radii[2] + 1,
+            2 * self.radii[1] + 1,
+            2 * self.radii[0] + 1,
+            3,
+        )
+        self._steps = 0
+        self._return = 0.0
+        self._done = True
+        self._last_frame: np.ndarray | None = None
+        self._window = None
+        self._name = self.task.id
+
+    # ---- construction helpers ---------------------------------------------------------------
+
+    @staticmethod
+    def _task_conf(task_type: type[Task], conf: dict[str, Any]) -> dict[str, Any]:
+        """Splits ``minetest_conf`` into this task's parameters; a parameter of another task is
+        a ``ValueError`` naming it, any other key a one-time warning."""
+        from omnigym.envs.craft.tasks import TASKS
+        from omnigym.envs.craft.tasks.base import task_table
+
+        table = task_table()
+        own = set(table[task_type.name].get("params") or {})
+        others = {
+            key: name
+            for name in TASKS
+            if name in table
+            for key in (table[name].get("params") or {})
+        }
+        task_conf = {}
+        for key, value in conf.items():
+            if key in own:
+                task_conf[key] = value
+            elif key in others:
+                raise ValueError(
+                    f"minetest_conf[{key!r}] is a parameter of the {others[key]} task, "
+                    f"not of {task_type.name}; its parameters are {sorted(own)}"
+                )
+            elif key not in _WARNED:
+                _WARNED.add(key)
+                warnings.warn(
+                    f"minetest_conf[{key!r}] has no meaning in the embedded engine; ignored",
+                    stacklevel=4,
+                )
+        return task_conf
+
+    def _observation_space(self) -> spaces.Space:
+        rx, ry, rz = self.radii
+        rgb = spaces.Box(0, 255, self.render_options.shape, np.uint8)
+        if self.obs_mode == "rgb":
+            return rgb
+        entries = [
+            ("voxels", spaces.Box(0, 65535, (2 * rz + 1, 2 * ry + 1, 2 * rx + 1), np.uint16)),
+            ("entities", spaces.Box(-np.inf, np.inf, (ENTITY_ROWS, 6), np.float32)),
+            ("player", spaces.Box(-np.inf, np.inf, (9,), np.float32)),
+        ]
+        if self.obs_mode == "both":
+            entries.append(("rgb", rgb))
+        return spaces.Dict(entries)
+
+    # ---- gymnasium API ----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"world_seed", "minetest_conf"})
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; valid: world_seed, minetest_conf")
+        map_seed = self.map_seed
+        if "world_seed" in options:
+            world_seed = options["world_seed"]
+            if world_seed == "per_episode":
+                map_seed = int(self.np_random.integers(2**31 - 1))
+            else:
+                map_seed = _check_map_seed("options['world_seed']", world_seed)
+        conf = dict(self._user_conf)
+        episode_conf = options.get("minetest_conf")
+        if episode_conf is not None:
+            if not isinstance(episode_conf, Mapping):
+                raise ValueError(f"options['minetest_conf'] must be a dict, got {episode_conf!r}")
+            conf.update(self._task_conf(type(self.task), dict(episode_conf)))
+        conf = {**self.task.params, **conf}
+        if conf != self.task.conf:
+            self.task.conf = conf
+            self.task.check_conf()
+        self.sim.load_world(WORLDS.get(self.task, map_seed))
+        self.task.begin_episode()
+        self.sim.reset(self.np_random)
+        self._steps = 0
+        self._return = 0.0
+        self._done = False
+        obs = self._observe()
+        info = self._info()
+        if self.render_mode == "human":
+            self.render()
+        return obs, info
+
+    def step(self, action: Any):
+        if self._done:
+            raise RuntimeError(
+                f"{self._name}: call reset() before step() (the episode is over or not started)"
+            )
+        raw = check_raw_action(action, self._name)
+        self.sim.step([raw], self.frameskip)
+        rewards, terminated = self.task.end_step(self.sim)
+        reward = float(rewards[0])
+        self._steps += 1
+        self._return += reward
+        truncated = not terminated and self._steps >= self.max_timesteps
+        self._done = terminated or truncated
+        obs = self._observe()
+        info = self._info()
+        if self._done:
+            info.update(self.task.final_info(self.sim, self._return))
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, bool(terminated), bool(truncated), info
+
+    def _observe(self):
+        frame = None
+        if self.obs_mode != "voxels" or self.render_mode is not None:
+            frame = self.sim.frame(0)
+            self._last_frame = frame
+        if self.obs_mode == "rgb":
+            return frame
+        obs = self.sim.voxels(0, self.radii)
+        if self.obs_mode == "both":
+            obs["rgb"] = frame
+        return obs
+
+    def _info(self) -> dict[str, Any]:
+        player = self.sim.avatars[0].player
+        return {
+            "voxel_obs": self.sim.voxel_info(0, self.radii)
+            if self.enable_voxel_obs
+            else _zeros_view(self._voxel_info_shape),
+            "player_pos": player.position.astype(np.float32),
+            "player_vel": player.velocity.astype(np.float32),
+            "player_pitch": float(player.pitch),
+            "player_yaw": float(player.yaw),
+            "mt_dtime": self.mt_dtime,
+            "task": self.task.info(self.sim),
+        }
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array'")
+            return None
+        if self._last_frame is None:
+            return None
+        frame = self._last_frame
+        if frame.ndim == 2 or frame.shape[-1] == 1:
+            frame = np.repeat(frame.reshape(frame.shape[0], frame.shape[1], 1), 3, axis=2)
+        if self.render_mode == "rgb_array":
+            return frame.copy()
+        self._show(frame)
+        return None
+
+    def _show(self, frame: np.ndarray) -> None:
+        import pygame
+
+        scale = max(1, math.ceil(384 / frame.shape[0]))
+        size = (frame.shape[1] * scale, frame.shape[0] * scale)
+        if self._window is None:
+            pygame.init()
+            self._window = pygame.display.set_mode(size)
+            pygame.display.set_caption(self._name)
+        surface = pygame.surfarray.make_surface(frame.swapaxes(0, 1))
+        self._window.blit(pygame.transform.scale(surface, size), (0, 0))
+        pygame.event.pump()
+        pygame.display.flip()
+
+    def close(self):
+        if self._window is not None:
+            import pygame
+
+            pygame.display.quit()
+            pygame.quit()
+            self._window = None
+
+
+def _zeros_view(shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only all-zero ``uint32`` array of ``shape`` that costs one scalar: a broadcast
+    view of a fresh 0-d array, so no two infos share memory (``check_env`` checks that)."""
+    return np.broadcast_to(np.zeros((), dtype=np.uint32), shape)
+
+
+CraftiumEnv = CraftEnv
+"""Craftium's class name, so ``from craftium import CraftiumEnv`` ports by import alone."""

@@ -1,0 +1,1 @@
+"""Craftium's ``craftium.extra`` helpers: the dungeon generator's continual-RL sequence."""
