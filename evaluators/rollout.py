@@ -90,11 +90,19 @@ def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
         "cost": total_cost,
         "normalized_score": None if normalized is None else float(normalized),
         "metrics": {name: float(value) for name, value in info.get("metrics", {}).items()},
-        "achievements": sorted(info.get("achievements", ())),
+        "achievements": _unlocked(info.get("achievements", ())),
         "terminated": bool(terminated),
         "truncated": bool(truncated),
         "wall_time": time.perf_counter() - start,
     }
+
+
+def _unlocked(achievements: Any) -> list[str]:
+    """Names of the achievements unlocked in the episode: a dict of unlock counts (Crafter's
+    convention, Craft's OpenWorld) keeps the names counted at least once; a list is kept."""
+    if isinstance(achievements, dict):
+        return sorted(name for name, count in achievements.items() if count > 0)
+    return sorted(achievements)
 
 
 _worker_state: dict[str, Any] = {}

@@ -126,35 +126,45 @@ def check_raw_action(action: Any, env_name: str = "the raw action space") -> dic
         raise ValueError(
             f"action {_describe(action)} is outside the Dict action space of {env_name}"
         )
-    unknown = [key for key in action if key not in ACTION_ORDER]
-    if unknown:
-        raise ValueError(
-            f"action keys {unknown} are not in the Dict action space of {env_name}; "
-            f"valid keys: {list(ACTION_ORDER)}"
-        )
-    complete: dict[str, Any] = {}
-    for name in KEY_ACTIONS:
-        pressed = action.get(name, 0)
-        if not (_is_index(pressed) or isinstance(pressed, bool | np.bool_)) or pressed not in (
-            0,
-            1,
-        ):
+    complete: dict[str, Any] = dict(_RELEASED)
+    mouse = None
+    for name, pressed in action.items():
+        if name == "mouse":
+            mouse = pressed
+        elif name not in _RELEASED:
+            unknown = [key for key in action if key not in ACTION_ORDER]
+            raise ValueError(
+                f"action keys {unknown} are not in the Dict action space of {env_name}; "
+                f"valid keys: {list(ACTION_ORDER)}"
+            )
+        elif (type(pressed) is int and 0 <= pressed <= 1) or _is_key_press(pressed):
+            complete[name] = int(pressed)
+        else:
             raise ValueError(
                 f"action[{name!r}] = {_describe(pressed)} is outside Discrete(2) of {env_name}"
             )
-        complete[name] = int(pressed)
-    mouse = action.get("mouse", (0.0, 0.0))
+    if mouse is None:
+        complete["mouse"] = np.zeros(2, dtype=np.float32)
+        return complete
     try:
-        move = np.asarray(mouse, dtype=np.float32)
+        move = np.array(mouse, dtype=np.float32)
     except (TypeError, ValueError):
         move = None
-    if move is None or move.shape != (2,) or not np.all(np.abs(move) <= 1.0):
+    if move is None or move.shape != (2,) or not (abs(move[0]) <= 1.0 and abs(move[1]) <= 1.0):
         raise ValueError(
             f"action['mouse'] = {_describe(mouse)} is outside Box(-1.0, 1.0, (2,), float32) "
             f"of {env_name}"
         )
-    complete["mouse"] = move.copy()
+    complete["mouse"] = move
     return complete
+
+
+_RELEASED = dict.fromkeys(KEY_ACTIONS, 0)
+
+
+def _is_key_press(value: Any) -> bool:
+    """True for 0 or 1 as any integer or bool type (NumPy included)."""
+    return (_is_index(value) or isinstance(value, bool | np.bool_)) and value in (0, 1)
 
 
 def _check_wrapper_args(env: gym.Env, actions: Sequence[str], mouse_mov: float) -> None:

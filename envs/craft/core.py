@@ -128,6 +128,9 @@ class CraftSim:
             [self.materials[i].damage_per_second for i in range(len(self.materials.colors))],
             dtype=np.int64,
         )
+        self._hazards = False
+        self._turns: dict[tuple[float, float], tuple[float, float]] = {}
+        self._controls: dict[tuple, tuple[Controls, Controls]] = {}
 
     # ---- episodes ---------------------------------------------------------------------------
 
@@ -173,43 +176,28 @@ class CraftSim:
         Returns, per frame, the ``FrameEvents`` of each player. Stops early once every player
         is dead or the task says the episode is over.
         """
-        config = self.config
-        width = self.render_options.width if self.render_options else 64
-        height = self.render_options.height if self.render_options else 64
         turns, held, first = [], [], []
         for action in actions:
             mouse = action["mouse"]
-            turns.append(
-                camera_turn(
-                    float(mouse[0]),
-                    float(mouse[1]),
-                    width,
-                    height,
-                    config.fov,
-                    config.mouse_sensitivity,
-                    config.fov_scale,
-                )
+            turns.append(self._turn(float(mouse[0]), float(mouse[1])))
+            keys = (
+                action["forward"],
+                action["backward"],
+                action["left"],
+                action["right"],
+                action["jump"],
+                action["sneak"],
+                action["aux1"],
             )
-            keys = {k: action[k] for k in HELD_KEYS}
-            held.append(
-                Controls(
-                    forward=bool(keys["forward"]),
-                    backward=bool(keys["backward"]),
-                    left=bool(keys["left"]),
-                    right=bool(keys["right"]),
+            controls = self._controls.get(keys)
+            if controls is None:
+                controls = self._controls[keys] = (
+                    Controls(*map(bool, keys)),
+                    Controls(*map(bool, keys[:4])),
                 )
-            )
-            first.append(
-                Controls(
-                    forward=bool(keys["forward"]),
-                    backward=bool(keys["backward"]),
-                    left=bool(keys["left"]),
-                    right=bool(keys["right"]),
-                    jump=bool(action["jump"]),
-                    sneak=bool(action["sneak"]),
-                    aux1=bool(action["aux1"]),
-                )
-            )
+            first.append(controls[0])
+            held.append(controls[1])
+        config = self.config
         history = []
         for frame in range(frameskip):
             events = [FrameEvents() for _ in self.avatars]
@@ -227,6 +215,24 @@ class CraftSim:
                 break
         return history
 
+    def _turn(self, mouse_x: float, mouse_y: float) -> tuple[float, float]:
+        """Camera turn per frame for a mouse move (cached: agents repeat a few moves)."""
+        turn = self._turns.get((mouse_x, mouse_y))
+        if turn is None:
+            config = self.config
+            width = self.render_options.width if self.render_options else 64
+            height = self.render_options.height if self.render_options else 64
+            turn = self._turns[(mouse_x, mouse_y)] = camera_turn(
+                mouse_x,
+                mouse_y,
+                width,
+                height,
+                config.fov,
+                config.mouse_sensitivity,
+                config.fov_scale,
+            )
+        return turn
+
     def _player_frame(self, i, avatar, action, controls, turn, first, events) -> None:
         config = self.config
         player = avatar.player
@@ -241,7 +247,8 @@ class CraftSim:
             avatar.min_y = float(player.position[1])
         if result.fall_damage:
             self.hurt(i, result.fall_damage, events)
-        self._hazard(i, avatar, events)
+        if self._hazards:
+            self._hazard(i, avatar, events)
         if action["dig"]:
             self._dig_or_punch(i, avatar, events[i])
         else:

@@ -374,7 +374,8 @@ def _light_kernel(content, passes, sun_passes, source, sunlight, light):
 
 def node_at(position: Iterable[float]) -> tuple[int, int, int]:
     """The node holding a point (Luanti's rounding, ``floor(p + 0.5)``)."""
-    return tuple(int(math.floor(c + 0.5)) for c in position)
+    x, y, z = position
+    return math.floor(x + 0.5), math.floor(y + 0.5), math.floor(z + 0.5)
 
 
 class Inventory:

@@ -464,9 +464,11 @@ class CraftEnv(gym.Env):
 
 
 def _zeros_view(shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only all-zero ``uint32`` array of ``shape`` that costs one scalar: a broadcast
-    view of a fresh 0-d array, so no two infos share memory (``check_env`` checks that)."""
-    return np.broadcast_to(np.zeros((), dtype=np.uint32), shape)
+    """A read-only all-zero ``uint32`` array of ``shape`` that costs one scalar (zero strides
+    over a fresh one-element buffer), so no two infos share memory (``check_env`` checks that)."""
+    zeros = np.ndarray(shape, np.uint32, buffer=np.zeros(1, np.uint32), strides=(0,) * len(shape))
+    zeros.flags.writeable = False
+    return zeros
 
 
 CraftiumEnv = CraftEnv
