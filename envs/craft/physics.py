@@ -22,6 +22,7 @@ The frame kernel is plain Python over arrays, compiled once by Numba (on-disk ca
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -119,6 +120,23 @@ class PhysicsConfig:
             raise TypeError(f"unknown physics settings: {sorted(unknown)}")
         return replace(config, **overrides)
 
+    @functools.cached_property
+    def kernel_constants(self) -> tuple[float, ...]:
+        """The frame kernel's trailing arguments (computed once per config)."""
+        hx, h, hz = self.box
+        return (
+            self.accel_ground,
+            self.accel_air,
+            self.gravity,
+            self.jump_speed,
+            hx / 2.0,
+            h,
+            hz / 2.0,
+            self.step_height,
+            self.air_step_height,
+            self.dt,
+        )
+
     def fall_damage(self, landing_speed: float) -> int:
         """Luanti's fall damage for a landing at ``landing_speed`` nodes/s."""
         excess = landing_speed - self.fall_tolerance
@@ -191,12 +209,11 @@ def step_player(
         speed = config.fast_speed
     else:
         speed = config.walk_speed
-    state = np.empty(8)
-    state[_PX : _PZ + 1] = player.position
-    state[_VX : _VZ + 1] = player.velocity
-    state[_GROUND] = float(player.on_ground)
-    state[_LANDING] = 0.0
-    hx, h, hz = config.box
+    state = _SCRATCH  # kernels run one at a time under the GIL
+    position, velocity = player.position, player.velocity
+    state[_PX : _PZ + 1] = position
+    state[_VX : _VZ + 1] = velocity
+    state[_GROUND] = 1.0 if player.on_ground else 0.0
     _frame_kernel(kernel)(
         world.content,
         world.origin,
@@ -208,22 +225,20 @@ def step_player(
         controls.jump,
         controls.sneak,
         speed,
-        config.accel_ground,
-        config.accel_air,
-        config.gravity,
-        config.jump_speed,
-        hx / 2.0,
-        h,
-        hz / 2.0,
-        config.step_height,
-        config.air_step_height,
-        config.dt,
+        *config.kernel_constants,
     )
-    player.position[:] = state[_PX : _PZ + 1]
-    player.velocity[:] = state[_VX : _VZ + 1]
-    player.on_ground = bool(state[_GROUND])
+    position[:] = state[_PX : _PZ + 1]
+    velocity[:] = state[_VX : _VZ + 1]
+    player.on_ground = on_ground = state[_GROUND] > 0.5
     landing = float(state[_LANDING])
-    return FrameResult(player.on_ground, landing, config.fall_damage(landing))
+    if landing == 0.0:
+        return _RESTING if on_ground else _AIRBORNE
+    return FrameResult(on_ground, landing, config.fall_damage(landing))
+
+
+_SCRATCH = np.zeros(8)
+_RESTING = FrameResult(True, 0.0, 0)
+_AIRBORNE = FrameResult(False, 0.0, 0)
 
 
 def _frame_kernel(kernel: str):
