@@ -52,3 +52,19 @@ for _name, _actions, _mouse_mov, _scripted, _description in _SINGLE:
             wrappers=((_WRAPPER, {"actions": list(_actions), "mouse_mov": _mouse_mov}),),
         )
     )
+
+register(
+    EnvInfo(
+        id="Craft/MultiAgentCombat-v0",
+        entry_point="omnigym.envs.craft.multi:CraftParallelEnv",
+        family="Craft",
+        kind="multi",
+        obs_kind="pixels",
+        paper=PAPER,
+        description=(
+            "Two players punch each other bare-handed in a walled arena, moving simultaneously: "
+            "+1 per landed hit, -0.1 per hit taken; the 15th hit on one player ends it."
+        ),
+        kwargs={"task": "MultiAgentCombat"},
+    )
+)

@@ -87,7 +87,7 @@ def raw_action_space() -> spaces.Dict:
     return spaces.Dict([*keys, ("mouse", spaces.Box(-1.0, 1.0, (2,), np.float32))])
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     """Short text of an action for error messages (plain numbers, not ``np.int64(8)``)."""
     if isinstance(value, np.ndarray):
         return repr(value.tolist())
@@ -124,7 +124,7 @@ def check_raw_action(action: Any, env_name: str = "the raw action space") -> dic
     """
     if not isinstance(action, Mapping):
         raise ValueError(
-            f"action {_describe(action)} is outside the Dict action space of {env_name}"
+            f"action {describe(action)} is outside the Dict action space of {env_name}"
         )
     complete: dict[str, Any] = dict(_RELEASED)
     mouse = None
@@ -141,7 +141,7 @@ def check_raw_action(action: Any, env_name: str = "the raw action space") -> dic
             complete[name] = int(pressed)
         else:
             raise ValueError(
-                f"action[{name!r}] = {_describe(pressed)} is outside Discrete(2) of {env_name}"
+                f"action[{name!r}] = {describe(pressed)} is outside Discrete(2) of {env_name}"
             )
     if mouse is None:
         complete["mouse"] = np.zeros(2, dtype=np.float32)
@@ -152,7 +152,7 @@ def check_raw_action(action: Any, env_name: str = "the raw action space") -> dic
         move = None
     if move is None or move.shape != (2,) or not (abs(move[0]) <= 1.0 and abs(move[1]) <= 1.0):
         raise ValueError(
-            f"action['mouse'] = {_describe(mouse)} is outside Box(-1.0, 1.0, (2,), float32) "
+            f"action['mouse'] = {describe(mouse)} is outside Box(-1.0, 1.0, (2,), float32) "
             f"of {env_name}"
         )
     complete["mouse"] = move
@@ -244,7 +244,7 @@ class DiscreteActionWrapper(_ActionListWrapper):
     def _one(self, index: Any) -> dict[str, Any]:
         if not _is_index(index) or not 0 <= int(index) < self.action_space.n:
             raise ValueError(
-                f"action {_describe(index)} is outside {self.action_space} of {_env_name(self)}"
+                f"action {describe(index)} is outside {self.action_space} of {_env_name(self)}"
             )
         if int(index) == 0:
             return {}
@@ -293,7 +293,7 @@ class BinaryActionWrapper(_ActionListWrapper):
         )
         if not valid:
             raise ValueError(
-                f"action {_describe(action)} is outside {self.action_space} of {_env_name(self)}"
+                f"action {describe(action)} is outside {self.action_space} of {_env_name(self)}"
             )
         pressed = [name for name, bit in zip(self.actions, bits, strict=True) if bit]
         result: dict[str, Any] = {name: 1 for name in pressed if name not in MOUSE_ACTIONS}

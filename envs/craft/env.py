@@ -115,7 +115,7 @@ def _check_nonnegative_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _check_bool(name: str, value: Any) -> bool:
+def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise ValueError(f"{name} must be a bool, got {value!r}")
     return bool(value)
@@ -210,10 +210,10 @@ class CraftEnv(gym.Env):
         if minetest_conf is not None and not isinstance(minetest_conf, Mapping):
             raise ValueError(f"minetest_conf must be a dict, got {minetest_conf!r}")
         self.frameskip = _check_positive_int("frameskip", frameskip)
-        self.rgb_observations = _check_bool("rgb_observations", rgb_observations)
-        self.gray_scale_keepdim = _check_bool("gray_scale_keepdim", gray_scale_keepdim)
-        self.enable_voxel_obs = _check_bool("enable_voxel_obs", enable_voxel_obs)
-        self.soft_reset = _check_bool("soft_reset", soft_reset)
+        self.rgb_observations = check_bool("rgb_observations", rgb_observations)
+        self.gray_scale_keepdim = check_bool("gray_scale_keepdim", gray_scale_keepdim)
+        self.enable_voxel_obs = check_bool("enable_voxel_obs", enable_voxel_obs)
+        self.soft_reset = check_bool("soft_reset", soft_reset)
         self.radii = (
             _check_nonnegative_int("voxel_obs_rx", voxel_obs_rx),
             _check_nonnegative_int("voxel_obs_ry", voxel_obs_ry),
@@ -281,7 +281,7 @@ class CraftEnv(gym.Env):
         self.action_space = raw_action_space()
         self.observation_space = self._observation_space()
         self.mt_dtime = self.frameskip * self.config.dt
-        self._voxel_info_shape = (
+        self.voxel_info_shape = (
             2 * self.radii[2] + 1,
             2 * self.radii[1] + 1,
             2 * self.radii[0] + 1,
@@ -413,11 +413,15 @@ class CraftEnv(gym.Env):
         return obs
 
     def _info(self) -> dict[str, Any]:
-        player = self.sim.avatars[0].player
+        return self.player_info(0)
+
+    def player_info(self, viewer: int) -> dict[str, Any]:
+        """Craftium's info keys for player ``viewer``, plus ``task`` (the task's counters)."""
+        player = self.sim.avatars[viewer].player
         return {
-            "voxel_obs": self.sim.voxel_info(0, self.radii)
+            "voxel_obs": self.sim.voxel_info(viewer, self.radii)
             if self.enable_voxel_obs
-            else _zeros_view(self._voxel_info_shape),
+            else zeros_view(self.voxel_info_shape),
             "player_pos": player.position.astype(np.float32),
             "player_vel": player.velocity.astype(np.float32),
             "player_pitch": float(player.pitch),
@@ -432,11 +436,9 @@ class CraftEnv(gym.Env):
             return None
         if self._last_frame is None:
             return None
-        frame = self._last_frame
-        if frame.ndim == 2 or frame.shape[-1] == 1:
-            frame = np.repeat(frame.reshape(frame.shape[0], frame.shape[1], 1), 3, axis=2)
+        frame = as_rgb(self._last_frame)
         if self.render_mode == "rgb_array":
-            return frame.copy()
+            return frame
         self._show(frame)
         return None
 
@@ -463,7 +465,14 @@ class CraftEnv(gym.Env):
             self._window = None
 
 
-def _zeros_view(shape: tuple[int, ...]) -> np.ndarray:
+def as_rgb(frame: np.ndarray) -> np.ndarray:
+    """A new ``(H, W, 3)`` copy of a colour or grey (``(H, W)`` or ``(H, W, 1)``) frame."""
+    if frame.ndim == 2 or frame.shape[-1] == 1:
+        return np.repeat(frame.reshape(frame.shape[0], frame.shape[1], 1), 3, axis=2)
+    return frame.copy()
+
+
+def zeros_view(shape: tuple[int, ...]) -> np.ndarray:
     """A read-only all-zero ``uint32`` array of ``shape`` that costs one scalar (zero strides
     over a fresh one-element buffer), so no two infos share memory (``check_env`` checks that)."""
     zeros = np.ndarray(shape, np.uint32, buffer=np.zeros(1, np.uint32), strides=(0,) * len(shape))
