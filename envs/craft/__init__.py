@@ -35,6 +35,40 @@ _SINGLE = (
         "room:RoomScripted",
         "10x10 room: walk to the orange block; -1 per step, at most 500 steps.",
     ),
+    (
+        "OpenWorld",
+        (
+            "forward",
+            "backward",
+            "left",
+            "right",
+            "jump",
+            "sneak",
+            "dig",
+            "place",
+            "slot_1",
+            "slot_2",
+            "slot_3",
+            "slot_4",
+            "slot_5",
+            "mouse x+",
+            "mouse x-",
+            "mouse y+",
+            "mouse y-",
+        ),
+        0.1,
+        "open_world:OpenWorldScripted",
+        "Survive, hunt and climb the tools track (wood, stone, iron, diamond) in a 256x80x256 "
+        "generated world with day and night, animals, villagers and monsters; 320x180 frames.",
+    ),
+    (
+        "ProcDungeons",
+        ("forward", "left", "right", "jump", "dig", "mouse x+", "mouse x-", "mouse y+", "mouse y-"),
+        0.1,
+        "proc_dungeons:ProcDungeonsScripted",
+        "Dungeon from an ASCII map: +0.5 per monster killed, +10 for the objective; ends on "
+        "pickup or death, at most 4000 steps.",
+    ),
 )
 
 for _name, _actions, _mouse_mov, _scripted, _description in _SINGLE:

@@ -129,6 +129,7 @@ class CraftSim:
             dtype=np.int64,
         )
         self._hazards = False
+        self._pristine_top = -1
         self._turns: dict[tuple[float, float], tuple[float, float]] = {}
         self._controls: dict[tuple, tuple[Controls, Controls]] = {}
 
@@ -136,20 +137,33 @@ class CraftSim:
 
     def load_world(self, pristine: World) -> None:
         """Makes ``pristine`` (kept unchanged) the world that resets restore."""
+        if pristine is self._pristine:
+            return
         self._pristine = pristine
+        self._hazards = bool(self._damage_per_second[pristine.content].any())
+        if self.renderer is not None:
+            self._pristine_top = self.renderer.top_row(pristine.content)
         if (
             self.world is None
             or self.world.shape != pristine.shape
             or not np.array_equal(self.world.origin, pristine.origin)
         ):
             self.world = pristine.copy()
-        else:
-            self.world.restore(pristine)
+
+    @property
+    def pristine(self) -> World | None:
+        """The world resets restore (never written)."""
+        return self._pristine
 
     def reset(self, rng: np.random.Generator) -> None:
-        """Restores the pristine world, clears bodies and counters; the task then spawns."""
+        """Restores the pristine world, clears bodies and counters; the task then spawns.
+
+        Tasks that write nodes in ``reset`` above the pristine world's highest visible row call
+        ``world_changed(node)`` for them.
+        """
         assert self._pristine is not None, "load_world first"
         self.world.restore(self._pristine)
+        self._top_row = self._pristine_top
         self.rng = rng
         self.time = 0.0
         self.frames = 0
@@ -161,12 +175,19 @@ class CraftSim:
         self.task.reset(self)
         for avatar in self.avatars:
             avatar.min_y = float(avatar.player.position[1])
-        self.world_changed()
 
-    def world_changed(self) -> None:
-        """Call after editing the grid outside a frame (tasks that build during an episode)."""
-        if self.renderer is not None:
+    def world_changed(self, node: tuple[int, int, int] | None = None) -> None:
+        """Keeps the renderer's highest visible row up to date after the grid was written.
+
+        ``node``: the one node that became visible (placed); None rescans the whole grid. A dug
+        node needs no call: a top row above the true one draws the same frame.
+        """
+        if self.renderer is None:
+            return
+        if node is None:
             self._top_row = self.renderer.top_row(self.world.content)
+        else:
+            self._top_row = max(self._top_row, int(node[1] - self.world.origin[1]))
 
     # ---- stepping ---------------------------------------------------------------------------
 
@@ -264,7 +285,7 @@ class CraftSim:
             where = place(self.world, player, config, bodies, self.kernel)
             if where is not None:
                 events[i].placed.append(where)
-                self.world_changed()
+                self.world_changed(where)
         if action["drop"]:
             self._drop(player)
 
@@ -293,7 +314,6 @@ class CraftSim:
             dug = dig_frame(self.world, player, self.tools, config, True, self.rng, self.kernel)
             if dug is not None:
                 ev.dug.append(dug)
-                self.world_changed()
             return
         player.dig_target, player.dig_elapsed = None, 0.0
         tool = self.tools.wielded_tool(player.inventory.wielded)
@@ -379,7 +399,7 @@ class CraftSim:
     def frame(self, viewer: int = 0) -> np.ndarray:
         """The first-person frame of player ``viewer``."""
         player = self.avatars[viewer].player
-        return self.renderer.render(
+        frame = self.renderer.render(
             self.world.content,
             player.eye(self.config.eye_height),
             player.yaw,
@@ -389,6 +409,8 @@ class CraftSim:
             origin=self.world.origin,
             top_row=self._top_row,
         )
+        self.task.decorate_frame(self, frame, viewer)
+        return frame
 
     def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
         """The ``voxels`` observation dict of §2.6 for player ``viewer``."""

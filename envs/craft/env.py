@@ -418,7 +418,8 @@ class CraftEnv(gym.Env):
     def player_info(self, viewer: int) -> dict[str, Any]:
         """Craftium's info keys for player ``viewer``, plus ``task`` (the task's counters)."""
         player = self.sim.avatars[viewer].player
-        return {
+        task_info = self.task.info(self.sim)
+        info = {
             "voxel_obs": self.sim.voxel_info(viewer, self.radii)
             if self.enable_voxel_obs
             else zeros_view(self.voxel_info_shape),
@@ -427,8 +428,11 @@ class CraftEnv(gym.Env):
             "player_pitch": float(player.pitch),
             "player_yaw": float(player.yaw),
             "mt_dtime": self.mt_dtime,
-            "task": self.task.info(self.sim),
+            "task": task_info,
         }
+        if "achievements" in task_info:  # OpenWorld: on every step, as Crafter
+            info["achievements"] = task_info["achievements"]
+        return info
 
     def render(self):
         if self.render_mode is None:

@@ -125,6 +125,9 @@ class Task:
         """The light grid frames are drawn with (OpenWorld dims it at night)."""
         return sim.world.light
 
+    def decorate_frame(self, sim: CraftSim, frame: np.ndarray, viewer: int = 0) -> None:
+        """Draws on a rendered frame in place (OpenWorld's HUD); nothing by default."""
+
     def time_of_day(self, sim: CraftSim) -> float:
         """Luanti's time of day in [0, 1) (0.5 is midday); fixed at midday by default."""
         return 0.5
