@@ -90,18 +90,19 @@ def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
         "cost": total_cost,
         "normalized_score": None if normalized is None else float(normalized),
         "metrics": {name: float(value) for name, value in info.get("metrics", {}).items()},
-        "achievements": _unlocked(info.get("achievements", ())),
+        "achievements": _achievements(info.get("achievements", ())),
         "terminated": bool(terminated),
         "truncated": bool(truncated),
         "wall_time": time.perf_counter() - start,
     }
 
 
-def _unlocked(achievements: Any) -> list[str]:
-    """Names of the achievements unlocked in the episode: a dict of unlock counts (Crafter's
-    convention, Craft's OpenWorld) keeps the names counted at least once; a list is kept."""
+def _achievements(achievements: Any) -> dict[str, int] | list[str]:
+    """The final step's achievements: a dict of unlock counts (Crafter's convention, Craft's
+    OpenWorld) is kept whole, names at count 0 included, so success rates count every name; a
+    list of unlocked names is kept sorted."""
     if isinstance(achievements, dict):
-        return sorted(name for name, count in achievements.items() if count > 0)
+        return {str(name): int(count) for name, count in sorted(achievements.items())}
     return sorted(achievements)
 
 

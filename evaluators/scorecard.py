@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from omnigym import registry
+from omnigym.evaluators.achievements import achievement_summary
 from omnigym.evaluators.io import atomic_write_text
 from omnigym.evaluators.stats import DEFAULT_RESAMPLES, probability_of_improvement, summarize
 
@@ -62,7 +63,9 @@ def build_scorecard(
     agent, each with ``env_id``, ``agent``, ``episodes``, ``return``, ``success_rate`` (over the
     episodes that report success; None when none does), ``normalized_score`` (only when the env
     has one, see the module docstring), ``cost`` (only when some episode reports a cost) and
-    ``metrics`` (each metric over the episodes that report a finite value); ``comparisons`` holds
+    ``metrics`` (each metric over the episodes that report a finite value), ``achievements``
+    (only when episodes report some: per-achievement success rates and the Crafter score of
+    :mod:`omnigym.evaluators.achievements`); ``comparisons`` holds
     the probability of improvement on returns for every ordered agent pair of each env.
     """
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
@@ -189,6 +192,8 @@ def _result(
         result["normalized_score"] = _summarize_key(episodes, "normalized_score", summary_options)
     if any(r.get("cost") is not None for r in episodes):
         result["cost"] = _summarize_key(episodes, "cost", summary_options)
+    if any(r.get("achievements") for r in episodes):
+        result["achievements"] = achievement_summary(episodes)
     names = sorted({name for r in episodes for name in r.get("metrics") or {}})
     result["metrics"] = {
         name: summary
@@ -248,7 +253,13 @@ def _columns(rows: list[Mapping[str, Any]]) -> list[tuple[str, Callable[[Mapping
         columns.append(("normalized [95% CI]", lambda r: _optional_interval(r, "normalized_score")))
     if any("cost" in r for r in rows):
         columns.append(("cost [95% CI]", lambda r: _optional_interval(r, "cost")))
+    if any("achievements" in r for r in rows):
+        columns.append(("Crafter score", lambda r: _crafter_score(r)))
     return columns
+
+
+def _crafter_score(row: Mapping[str, Any]) -> str:
+    return format_number(row["achievements"]["score"]) if "achievements" in row else "–"
 
 
 def _optional_interval(row: Mapping[str, Any], key: str) -> str:

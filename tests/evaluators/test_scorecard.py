@@ -253,3 +253,19 @@ def test_format_table_shows_intervals_success_and_improvement_lines():
     assert "| random | 2 | 0.00 [0.00, 0.00] | 0.00 | 0% |" in table
     assert "- P(oracle > random) = 1.00" in table
     assert "normalized" not in table and "cost" not in table
+
+
+def test_achievement_episodes_get_rates_and_a_crafter_score_column():
+    counts = [{"collect_wood": 2, "place_torch": 0}, {"collect_wood": 0, "place_torch": 1}]
+    records = [
+        episode(agent="scripted", episode=i, achievements=counts[i % 2]) for i in range(4)
+    ] + runs("Fake/Maze-v0", "random", [0.0, 0.0])
+    card = build_scorecard(records, **FAST)
+    scripted = next(r for r in card["results"] if r["agent"] == "scripted")
+    # Both achievements unlocked in half of the episodes: S = exp(ln 51) - 1 = 50.
+    assert scripted["achievements"]["success_rates"] == {"collect_wood": 50.0, "place_torch": 50.0}
+    assert scripted["achievements"]["score"] == pytest.approx(50.0)
+    random_row = next(r for r in card["results"] if r["agent"] == "random")
+    assert "achievements" not in random_row
+    table = format_table(card)
+    assert "Crafter score" in table and "| 50.00 |" in table
