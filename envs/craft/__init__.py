@@ -36,6 +36,29 @@ _SINGLE = (
         "10x10 room: walk to the orange block; -1 per step, at most 500 steps.",
     ),
     (
+        "ChopTree",
+        ("forward", "jump", "dig", "mouse x+", "mouse x-", "mouse y+", "mouse y-"),
+        0.5,
+        "chop_tree:ChopTreeScripted",
+        "Fell trunk nodes in a dense forest with a steel axe; +1 per trunk node dug, 2000 steps.",
+    ),
+    (
+        "Speleo",
+        ("forward", "jump", "mouse x+", "mouse x-", "mouse y+", "mouse y-"),
+        0.5,
+        "speleo:SpeleoScripted",
+        "Descend a closed torch-lit cave; reward -(player y) per step, 500 steps, death by a "
+        "fall or lava.",
+    ),
+    (
+        "SpidersAttack",
+        ("forward", "left", "right", "jump", "dig", "mouse x+", "mouse x-", "mouse y+", "mouse y-"),
+        0.5,
+        "spiders_attack:SpidersAttackScripted",
+        "Kill rounds of 1 to 5 spiders in a walled cage with a steel sword; +1 per kill; ends when "
+        "round 5 is cleared or on death.",
+    ),
+    (
         "OpenWorld",
         (
             "forward",
