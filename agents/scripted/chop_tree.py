@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from omnigym.envs.craft.digging import pointed_node
-from omnigym.envs.craft.physics import camera_turn
 
 REACH = 3.4
 """Eye-to-centre distance (nodes) within which the agent stops walking and aims."""
@@ -55,19 +54,7 @@ class ChopTreeScripted:
         self.dig = names.index("dig")
         self.left, self.right = names.index("mouse x-"), names.index("mouse x+")
         self.up, self.down = names.index("mouse y+"), names.index("mouse y-")
-        options, config = base.render_options, base.config
-        mouse = base.task.mouse_mov
-        yaw_turn, pitch_turn = camera_turn(
-            mouse,
-            mouse,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        self.yaw_step = abs(yaw_turn) * base.frameskip
-        self.pitch_step = abs(pitch_turn) * base.frameskip
+        self.yaw_step, self.pitch_step = base.camera_step()
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:

@@ -17,7 +17,6 @@ import numpy as np
 
 from omnigym.envs.craft.digging import pointed_node
 from omnigym.envs.craft.engine import node_at
-from omnigym.envs.craft.physics import camera_turn
 
 SEARCH_RADIUS = 24
 """Horizontal half-size (nodes) of the box searched for trunks around the player."""
@@ -46,20 +45,10 @@ class OpenWorldScripted:
         task = base.task
         # Index i of the wrapper presses actions[i - 1]; index 0 is the no-op.
         self.index = {name: i + 1 for i, name in enumerate(task.actions)}
-        config = base.config
-        options = base.render_options
-        yaw_step, pitch_step = camera_turn(
-            task.mouse_mov,
-            -task.mouse_mov,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
+        yaw_step, pitch_step = base.camera_step()
         # Within half a turn step the next turn would overshoot by more than it corrects.
-        self.yaw_tolerance = abs(yaw_step) / 2 + 1e-6
-        self.pitch_tolerance = abs(pitch_step) / 2 + 1e-6
+        self.yaw_tolerance = yaw_step / 2 + 1e-6
+        self.pitch_tolerance = pitch_step / 2 + 1e-6
         materials = task.materials
         self.trunk_ids = np.array(
             sorted(m.id for m in materials if "tree" in m.groups), dtype=np.uint16

@@ -24,7 +24,6 @@ import numpy as np
 
 from omnigym.envs.craft.digging import pointed_node
 from omnigym.envs.craft.engine import node_at
-from omnigym.envs.craft.physics import camera_turn
 
 SPEED_CAP = 5.0
 """Horizontal speed (nodes/s) above which the agent stops pressing forward."""
@@ -50,18 +49,7 @@ class ProcDungeonsScripted:
         self.env = env
         base = env.unwrapped
         self.actions = ("noop", *base.task.actions)
-        options, config = base.render_options, base.config
-        yaw_step, pitch_step = camera_turn(
-            base.task.mouse_mov,
-            base.task.mouse_mov,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        self.yaw_step = abs(yaw_step) * base.frameskip
-        self.pitch_step = abs(pitch_step) * base.frameskip
+        self.yaw_step, self.pitch_step = base.camera_step()
         self._world = None
         self._free: np.ndarray | None = None
         self._fields: dict[tuple[int, int], np.ndarray] = {}

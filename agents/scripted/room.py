@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from omnigym.envs.craft.physics import camera_turn
-
 
 class RoomScripted:
     """Turn-then-walk controller over the registered ``Discrete(4)`` action set."""
@@ -20,19 +18,7 @@ class RoomScripted:
         self.env = env
         base = env.unwrapped
         self.actions = ("noop", *base.task.actions)
-        options = base.render_options
-        mouse_mov = base.task.mouse_mov
-        config = base.config
-        per_frame, _ = camera_turn(
-            -mouse_mov,
-            0.0,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        self.turn_per_step = abs(per_frame) * base.frameskip
+        self.turn_per_step, _ = base.camera_step()
 
     def reset(self, seed: int | None = None) -> None:
         """Stateless: nothing to reset."""

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from omnigym.envs.craft.engine import World, node_at
-from omnigym.envs.craft.physics import camera_turn
 
 MAX_DROP = 4
 """Deepest drop (nodes) the search allows; Luanti's fall damage starts past 5."""
@@ -127,17 +126,7 @@ class SpeleoScripted:
         self.forward = names.index("forward")
         self.jump = names.index("jump")
         self.left, self.right = names.index("mouse x-"), names.index("mouse x+")
-        options, config = base.render_options, base.config
-        yaw_turn, _ = camera_turn(
-            base.task.mouse_mov,
-            0.0,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        self.yaw_step = abs(yaw_turn) * base.frameskip
+        self.yaw_step, _ = base.camera_step()
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:

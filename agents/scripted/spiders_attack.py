@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from omnigym.envs.craft.physics import camera_turn
-
 
 class SpidersAttackScripted:
     """Aim-then-strike controller over the registered ``Discrete(10)`` action set.
@@ -40,29 +38,8 @@ class SpidersAttackScripted:
         self.close = float(close)
         base = env.unwrapped
         self.actions = ("noop", *base.task.actions)
-        options = base.render_options
-        config = base.config
-        mouse_mov = base.task.mouse_mov
-        yaw_turn, _ = camera_turn(
-            mouse_mov,
-            0.0,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        _, pitch_turn = camera_turn(
-            0.0,
-            mouse_mov,
-            options.width,
-            options.height,
-            config.fov,
-            config.mouse_sensitivity,
-            config.fov_scale,
-        )
-        self.yaw_band = abs(yaw_turn) * base.frameskip / 2
-        self.pitch_band = abs(pitch_turn) * base.frameskip / 2
+        yaw_step, pitch_step = base.camera_step()
+        self.yaw_band, self.pitch_band = yaw_step / 2, pitch_step / 2
 
     def reset(self, seed: int | None = None) -> None:
         """Stateless: nothing to reset."""

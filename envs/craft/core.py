@@ -29,7 +29,13 @@ import numpy as np
 
 from omnigym.envs.craft.digging import DugNode, ToolTable, dig_frame, place, pointed_node
 from omnigym.envs.craft.engine import AIR, MaterialTable, Player, World, node_at
-from omnigym.envs.craft.entities import Entities, EntityContext, PlayerHurt, PunchResult
+from omnigym.envs.craft.entities import (
+    Entities,
+    EntityContext,
+    PlayerHurt,
+    PunchResult,
+    ray_box,
+)
 from omnigym.envs.craft.physics import Controls, PhysicsConfig, camera_turn, step_player
 from omnigym.envs.craft.render import (
     Renderer,
@@ -200,7 +206,7 @@ class CraftSim:
         turns, held, first = [], [], []
         for action in actions:
             mouse = action["mouse"]
-            turns.append(self._turn(float(mouse[0]), float(mouse[1])))
+            turns.append(self.camera_turn(float(mouse[0]), float(mouse[1])))
             keys = (
                 action["forward"],
                 action["backward"],
@@ -236,7 +242,7 @@ class CraftSim:
                 break
         return history
 
-    def _turn(self, mouse_x: float, mouse_y: float) -> tuple[float, float]:
+    def camera_turn(self, mouse_x: float, mouse_y: float) -> tuple[float, float]:
         """Camera turn per frame for a mouse move (cached: agents repeat a few moves)."""
         turn = self._turns.get((mouse_x, mouse_y))
         if turn is None:
@@ -337,7 +343,7 @@ class CraftSim:
             if j == i or not other.alive:
                 continue
             lo, hi = other.box(self.config)
-            dist = _ray_box(eye, direction, lo, hi)
+            dist = ray_box(*eye, *direction, *lo, *hi)
             if dist is not None and dist <= limit and (best is None or dist < best[1]):
                 best = (j, dist)
         return best
@@ -445,24 +451,6 @@ class CraftSim:
 
     def count_nodes(self, cid: int) -> int:
         return int(np.count_nonzero(self.world.content == cid))
-
-
-def _ray_box(eye: np.ndarray, direction: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-    """Distance along a unit ray to an axis-aligned box (slab test), ``None`` when missed."""
-    t_near, t_far = 0.0, math.inf
-    for a in range(3):
-        d = direction[a]
-        if abs(d) < 1e-12:
-            if eye[a] < lo[a] or eye[a] > hi[a]:
-                return None
-            continue
-        t1, t2 = (lo[a] - eye[a]) / d, (hi[a] - eye[a]) / d
-        if t1 > t2:
-            t1, t2 = t2, t1
-        t_near, t_far = max(t_near, t1), min(t_far, t2)
-        if t_near > t_far:
-            return None
-    return t_near
 
 
 __all__ = ["AIR", "Avatar", "CraftSim", "FrameEvents"]

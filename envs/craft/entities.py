@@ -553,13 +553,13 @@ class Entities:
         for entity in self._live(exclude):
             hw, h = entity.half_extents()
             px, py, pz = entity.position
-            t = _ray_box(ex, ey, ez, dx, dy, dz, px - hw, py, pz - hw, px + hw, py + h, pz + hw)
+            t = ray_box(ex, ey, ez, dx, dy, dz, px - hw, py, pz - hw, px + hw, py + h, pz + hw)
             if t is not None and t <= limit:
                 best, limit = (entity, t), t
         return best
 
 
-def _ray_box(ex, ey, ez, dx, dy, dz, x0, y0, z0, x1, y1, z1) -> float | None:
+def ray_box(ex, ey, ez, dx, dy, dz, x0, y0, z0, x1, y1, z1) -> float | None:
     """Distance along the ray to where it enters the box (0 from inside), ``None`` if it misses
     the box or the box is behind the eye (slab test)."""
     near, far = 0.0, math.inf

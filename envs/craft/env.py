@@ -294,6 +294,13 @@ class CraftEnv(gym.Env):
         self._window = None
         self._name = self.task.id
 
+    def camera_step(self) -> tuple[float, float]:
+        """Degrees the camera turns in one step (every frame of it) for one of the task's mouse
+        pseudo-actions: ``(yaw, pitch)``, both positive. Scripted agents steer with it."""
+        mouse = self.task.mouse_mov
+        yaw, pitch = self.sim.camera_turn(mouse, mouse)
+        return abs(yaw) * self.frameskip, abs(pitch) * self.frameskip
+
     # ---- construction helpers ---------------------------------------------------------------
 
     @staticmethod

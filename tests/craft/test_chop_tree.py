@@ -5,13 +5,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from omnigym.agents.scripted.chop_tree import ChopTreeScripted
-from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.core import FrameEvents
 from omnigym.envs.craft.digging import DugNode
-from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.tasks.base import shared_materials, task_table
 from omnigym.envs.craft.tasks.chop_tree import ChopTreeTask
 from omnigym.envs.craft.terrain import generate_forest
+
+from .helpers import assert_same, make_task_env, random_rollout, run_agent
 
 TRUNKS = (
     "default:tree",
@@ -20,41 +20,6 @@ TRUNKS = (
     "default:acacia_tree",
     "default:aspen_tree",
 )
-
-
-def make(**kwargs):
-    base = CraftEnv(task="ChopTree", **kwargs)
-    return DiscreteActionWrapper(base, base.task.actions, base.task.mouse_mov)
-
-
-def random_rollout(env, reset_seed, steps, action_seed=0):
-    """Everything ``steps`` seeded random actions produce: obs bytes, rewards, flags, infos."""
-    rng = np.random.default_rng(action_seed)
-    obs, info = env.reset(seed=reset_seed)
-    record = [(obs.tobytes(), info)]
-    for _ in range(steps):
-        obs, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
-        record.append((obs.tobytes(), reward, terminated, truncated, info))
-        if terminated or truncated:
-            obs, info = env.reset()
-            record.append((obs.tobytes(), info))
-    return record
-
-
-def assert_same(a, b):
-    """Equal values, recursing into dicts, lists and tuples; arrays equal in dtype and bytes."""
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b)
-        for x, y in zip(a, b, strict=True):
-            assert_same(x, y)
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-    else:
-        assert a == b
 
 
 def stand_before_apple_trunk(base):
@@ -84,17 +49,17 @@ def stand_before_apple_trunk(base):
 
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped")
 def test_passes_gymnasium_check_env():
-    check_env(make(), skip_render_check=True)
+    check_env(make_task_env("ChopTree"), skip_render_check=True)
 
 
 def test_same_seeds_give_identical_500_random_steps():
-    first = random_rollout(make(), reset_seed=11, steps=500)
-    second = random_rollout(make(), reset_seed=11, steps=500)
+    first = random_rollout(make_task_env("ChopTree"), reset_seed=11, steps=500)
+    second = random_rollout(make_task_env("ChopTree"), reset_seed=11, steps=500)
     assert_same(first, second)
 
 
 def test_starts_on_the_terrain_spawn_wielding_a_steel_axe():
-    env = make(obs_mode="voxels")
+    env = make_task_env("ChopTree", obs_mode="voxels")
     env.reset(seed=0)
     base = env.unwrapped
     canonical = task_table()["ChopTree"]["world"]["canonical_seed"]
@@ -108,7 +73,7 @@ def test_starts_on_the_terrain_spawn_wielding_a_steel_axe():
 
 
 def test_reset_seed_draws_the_spawn_yaw():
-    env = make(obs_mode="voxels")
+    env = make_task_env("ChopTree", obs_mode="voxels")
     yaws = []
     for seed in (0, 1, 2, 0):
         _, info = env.reset(seed=seed)
@@ -132,7 +97,7 @@ def test_map_seed_selects_the_forest_and_none_is_the_canonical_one():
 
 
 def test_steel_axe_fells_a_trunk_node_in_exactly_280_steps():
-    env = make(obs_mode="voxels")
+    env = make_task_env("ChopTree", obs_mode="voxels")
     env.reset(seed=0)
     base = env.unwrapped
     node = stand_before_apple_trunk(base)
@@ -159,7 +124,7 @@ def test_each_trunk_node_dug_scores_one_whatever_its_kind():
 
 
 def test_two_trunk_nodes_give_two_and_the_final_step_reports_success():
-    env = make(obs_mode="voxels", max_timesteps=600)
+    env = make_task_env("ChopTree", obs_mode="voxels", max_timesteps=600)
     env.reset(seed=0)
     base = env.unwrapped
     stand_before_apple_trunk(base)
@@ -183,7 +148,7 @@ def test_two_trunk_nodes_give_two_and_the_final_step_reports_success():
 
 
 def test_an_episode_without_a_trunk_fails_with_score_zero():
-    env = make(obs_mode="voxels", max_timesteps=5)
+    env = make_task_env("ChopTree", obs_mode="voxels", max_timesteps=5)
     env.reset(seed=0)
     for _ in range(5):
         _, reward, terminated, truncated, info = env.step(0)
@@ -195,7 +160,7 @@ def test_an_episode_without_a_trunk_fails_with_score_zero():
 
 
 def test_death_terminates_the_episode():
-    env = make(obs_mode="voxels")
+    env = make_task_env("ChopTree", obs_mode="voxels")
     env.reset(seed=0)
     base = env.unwrapped
     base.sim.hurt(0, 20)
@@ -204,19 +169,8 @@ def test_death_terminates_the_episode():
     assert info["metrics"]["damage_taken"] == 20.0
 
 
-def run_agent(env, agent, seed):
-    obs, info = env.reset(seed=seed)
-    agent.reset(seed)
-    total = 0.0
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        total += reward
-        if terminated or truncated:
-            return total, info
-
-
 def test_scripted_chopper_digs_a_trunk_within_600_steps():
-    env = make(obs_mode="voxels", max_timesteps=600)
+    env = make_task_env("ChopTree", obs_mode="voxels", max_timesteps=600)
     total, info = run_agent(env, ChopTreeScripted(env), seed=0)
     assert total >= 1.0
     assert info["success"] is True
@@ -224,7 +178,7 @@ def test_scripted_chopper_digs_a_trunk_within_600_steps():
 
 @pytest.mark.slow
 def test_score_hi_is_the_scripted_choppers_mean_return_over_seeds_0_to_9():
-    env = make(obs_mode="voxels")
+    env = make_task_env("ChopTree", obs_mode="voxels")
     agent = ChopTreeScripted(env)
     returns = [run_agent(env, agent, seed)[0] for seed in range(10)]
     assert task_table()["ChopTree"]["score"]["hi"] == pytest.approx(np.mean(returns))

@@ -11,6 +11,8 @@ from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.multi import CraftParallelEnv, MarlCraftiumEnv
 
+from .helpers import assert_same
+
 AGENTS = ["player_0", "player_1"]
 NOOP, FORWARD, DIG = 0, 1, 5  # Discrete(8): no-op, forward, left, right, jump, dig, mouse x±
 
@@ -113,23 +115,8 @@ def _rollout(steps=300, seed=7):
     return trace
 
 
-def _assert_same(a, b):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            _assert_same(a[key], b[key])
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b)
-        for x, y in zip(a, b, strict=True):
-            _assert_same(x, y)
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-    else:
-        assert a == b
-
-
 def test_same_seed_and_actions_give_identical_trajectories():
-    _assert_same(_rollout(), _rollout())
+    assert_same(_rollout(), _rollout())
 
 
 def test_discrete_indices_map_like_the_discrete_action_wrapper():
@@ -143,7 +130,7 @@ def test_discrete_indices_map_like_the_discrete_action_wrapper():
         indices = {"player_0": step % 8, "player_1": (3 * step + 1) % 8}
         a = discrete.step(indices)
         b = raw.step({agent: mapping.action(index) for agent, index in indices.items()})
-        _assert_same(a, b)
+        assert_same(a, b)
 
 
 def test_action_outside_the_space_raises_value_error_naming_space_value_and_agent():

@@ -5,20 +5,18 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from omnigym.agents.scripted.speleo import SpeleoScripted, descent_path
-from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.engine import node_at
-from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.tasks.base import shared_materials, task_table
 from omnigym.envs.craft.tasks.speleo import CaveParams, SpeleoTask, carve_cave
-from tests.craft.test_chop_tree import assert_same, random_rollout, run_agent
+
+from .helpers import assert_same, make_task_env, random_rollout, run_agent
 
 SPAWN = (24.3, 5.5, -36.3)
 BOTTOM_Y = -24.5  # top face of the deepest floor
 
 
 def make(**kwargs):
-    base = CraftEnv(task="Speleo", **kwargs)
-    return DiscreteActionWrapper(base, base.task.actions, base.task.mouse_mov)
+    return make_task_env("Speleo", **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,29 @@ def shared_tools() -> ToolTable:
     return ToolTable.load()
 
 
+def walled_floor(
+    materials: MaterialTable,
+    interior: tuple[tuple[int, int], tuple[int, int]],
+    floor_y: int,
+    wall_height: int,
+    wall: str,
+    floor: str,
+) -> World:
+    """A lit, roofless arena: a floor of ``floor`` nodes over the inclusive node ranges
+    ``interior = ((x0, x1), (z0, z1))`` at height ``floor_y``, ringed by ``wall`` nodes that rise
+    ``wall_height`` nodes above it. The grid is the arena's bounding box."""
+    (x0, x1), (z0, z1) = interior
+    lo = (x0 - 1, floor_y, z0 - 1)
+    hi = (x1 + 1, floor_y + wall_height, z1 + 1)
+    shape = tuple(b - a + 1 for a, b in zip(lo, hi, strict=True))
+    world = World(materials, shape, origin=lo)
+    world.fill(lo, hi, wall)
+    world.fill((x0, floor_y + 1, z0), (x1, hi[1], z1), "air")
+    world.fill((x0, floor_y, z0), (x1, floor_y, z1), floor)
+    world.compute_light()
+    return world
+
+
 class Task:
     """Rules of one task. Subclasses set ``name`` and implement ``build_world`` and ``reset``.
 

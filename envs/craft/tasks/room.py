@@ -26,7 +26,7 @@ import numpy as np
 
 from omnigym.envs.craft.core import CraftSim
 from omnigym.envs.craft.engine import World
-from omnigym.envs.craft.tasks.base import Task
+from omnigym.envs.craft.tasks.base import Task, walled_floor
 
 WALL = "default:stonebrick"
 FLOOR = "default:stone"
@@ -39,7 +39,7 @@ class RoomTask(Task):
     name = "Room"
     interior = ((-13.2, 4.2), (-24.2, -0.8))  # x and z ranges
     floor_y = 5  # top face of the floor node at 5.5
-    wall_height = 4
+    wall_height = 5
     spawn_x, spawn_z = (-13.2, 4.2), (-15.2, -10.0)
     spawn_y = 6.0
     target_x, target_z = (-13.2, 4.2), (-9.0, -0.8)
@@ -47,18 +47,8 @@ class RoomTask(Task):
 
     def build_world(self, map_seed: int | None) -> World:
         (x0, x1), (z0, z1) = self.interior
-        # Wall nodes just outside the nodes that hold the interior's bounds.
-        lo = (_node(x0) - 1, self.floor_y, _node(z0) - 1)
-        hi = (_node(x1) + 1, self.floor_y + self.wall_height + 1, _node(z1) + 1)
-        shape = tuple(b - a + 1 for a, b in zip(lo, hi, strict=True))
-        world = World(self.materials, shape, origin=lo)
-        world.fill(lo, hi, WALL)
-        world.fill((lo[0] + 1, lo[1] + 1, lo[2] + 1), (hi[0] - 1, hi[1] - 1, hi[2] - 1), "air")
-        world.fill((lo[0] + 1, lo[1], lo[2] + 1), (hi[0] - 1, lo[1], hi[2] - 1), FLOOR)
-        # An open roof lets the sun light the room as Craftium's skylit map.
-        world.fill((lo[0] + 1, hi[1], lo[2] + 1), (hi[0] - 1, hi[1], hi[2] - 1), "air")
-        world.compute_light()
-        return world
+        nodes = ((_node(x0), _node(x1)), (_node(z0), _node(z1)))
+        return walled_floor(self.materials, nodes, self.floor_y, self.wall_height, WALL, FLOOR)
 
     def spawn_position(self, rng: np.random.Generator) -> np.ndarray:
         x = rng.uniform(*self.spawn_x)

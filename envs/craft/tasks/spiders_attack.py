@@ -48,7 +48,7 @@ import numpy as np
 
 from omnigym.envs.craft.core import CraftSim, FrameEvents
 from omnigym.envs.craft.engine import World
-from omnigym.envs.craft.tasks.base import Task
+from omnigym.envs.craft.tasks.base import Task, walled_floor
 
 WALL = "default:stonebrick"
 FLOOR = "default:stone"
@@ -78,16 +78,9 @@ class SpidersAttackTask(Task):
                 raise ValueError(f"minetest_conf[{key!r}] must be >= 0 {unit}, got {value!r}")
 
     def build_world(self, map_seed: int | None) -> World:
-        (x0, x1), (z0, z1) = self.interior
-        lo = (x0 - 1, self.floor_y, z0 - 1)
-        hi = (x1 + 1, self.floor_y + self.wall_height, z1 + 1)
-        shape = tuple(b - a + 1 for a, b in zip(lo, hi, strict=True))
-        world = World(self.materials, shape, origin=lo)
-        world.fill(lo, hi, WALL)
-        world.fill((x0, self.floor_y + 1, z0), (x1, hi[1], z1), "air")
-        world.fill((x0, self.floor_y, z0), (x1, self.floor_y, z1), FLOOR)
-        world.compute_light()
-        return world
+        return walled_floor(
+            self.materials, self.interior, self.floor_y, self.wall_height, WALL, FLOOR
+        )
 
     # ---- episode ----------------------------------------------------------------------------
 
