@@ -1,14 +1,15 @@
 """Speed of the Craft ray-caster on one 64×64 RGB frame; prints one JSON object.
 
-    .venv/bin/python benchmarks/craft_render.py [--frames 400] [--repeats 5]
+    .venv/bin/python benchmarks/craft_render.py [--frames 400] [--repeats 5] [--no-entities]
+        [--no-light]
 
 The world is 64×32×64 nodes of sine hills (stone under a dirt top), 40 trees (4-node trunks under
 a 3×3×2 leaf crown), random node light 8–15 and 4 entity boxes, drawn with the ``top_row``
 hint; the eye stands 1.6 nodes above the middle of the map and looks in random directions (yaw
-anywhere, pitch within ±30°). Each repeat renders the same ``frames`` views; the figure is the
-best of ``repeats``. ``sha256`` digests every frame rendered,
-so two builds of the renderer can be checked for identical output. A plain script: nothing here
-is a test.
+anywhere, pitch within ±30°); ``--no-entities`` and ``--no-light`` leave out the boxes or the
+light. Each repeat renders the same ``frames`` views; the figure is the best of ``repeats``.
+``sha256`` digests every frame rendered, so two builds of the renderer can be checked for
+identical output. A plain script: nothing here is a test.
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ def world(seed: int = 0):
 
 
 def measure(renderer, grid, light, entities, eye, views, repeats):
-    """Best seconds per frame over ``repeats`` passes, first-call seconds and the frames' digest."""
+    """Best seconds per frame over ``repeats`` passes, first-call seconds and the frames' digest.
+
+    ``light`` and ``entities`` may be None.
+    """
     top_row = renderer.top_row(grid)
     scene = {"entities": entities, "light": light, "top_row": top_row}
     start = time.perf_counter()
@@ -84,8 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-entities", action="store_true", help="draw no entity boxes")
+    parser.add_argument("--no-light", action="store_true", help="full light everywhere")
     args = parser.parse_args()
     grid, light, entities, colors, visible, eye = world()
+    entities = None if args.no_entities else entities
+    light = None if args.no_light else light
     rng = np.random.default_rng(1)
     views = np.column_stack(
         [rng.uniform(0.0, 360.0, args.frames), rng.uniform(-30.0, 30.0, args.frames)]
@@ -97,6 +105,8 @@ def main() -> None:
         "kernel": renderer.kernel,
         "frames": args.frames,
         "repeats": args.repeats,
+        "entities": 0 if entities is None else len(entities),
+        "light": light is not None,
         "ms_per_frame": round(best * 1e3, 4),
         "frames_per_s": round(1.0 / best, 1),
         "first_call_s": round(first_call_s, 3),

@@ -17,8 +17,10 @@ light curve. The node holding the eye is not drawn, so a camera inside a block s
 Two kernels compute the same arithmetic in the same order: a Numba one (on-disk cache, no
 fastmath, sequential, so frames are bit-exact on a given machine) and a vectorised NumPy reference
 for installs without Numba, an order of magnitude slower. The Numba kernel also skips work that
-cannot change a pixel: entity boxes outside a conservative on-screen rectangle, and the walk of a
-ray that is not going down once it is above the highest visible row (``Renderer.top_row``).
+cannot change a pixel: entity boxes outside a conservative on-screen rectangle (tested per row of
+pixels, then per pixel), and the walk of a ray that is not going down once it is above the highest
+visible row (``Renderer.top_row``); it walks all rays before it shades any, so that shading
+pipelines across pixels.
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
@@ -292,16 +294,6 @@ def _inverse(d):
 
 
 @njit(cache=True, inline="always")
-def _first_boundary(cell, p, d, inv):
-    """Ray parameter where the ray leaves ``cell`` along one axis (inf when parallel)."""
-    if d > 0.0:
-        return (cell + 1 - p) * inv
-    if d < 0.0:
-        return (cell - p) * inv
-    return np.inf
-
-
-@njit(cache=True, inline="always")
 def _box_slab(lo, hi, e, d, inv, a, t_near, t_far, axis, sign):
     """Clip a ray from ``e`` to a box's slab [lo, hi] on axis ``a``; tracks the entry face."""
     if d == 0.0:
@@ -355,33 +347,18 @@ def _entity_screen_bounds(entities, eye, basis):
 
 
 @njit(cache=True, inline="always")
-def _entity_hit(entities, bounds, rx, ry, ex, ey, ez, dx, dy, dz, ix, iy, iz, t_limit):
-    """Nearest entity box hit before ``t_limit``: (t, index, axis, normal sign) or index −1.
+def _box_hit(cx, cy, cz, hx, hy, hz, ex, ey, ez, dx, dy, dz, ix, iy, iz):
+    """Where a ray from ``(ex, ey, ez)`` meets the box of centre ``c`` and half-size ``h``.
 
-    ``(rx, ry)`` is the pixel's ray in camera units, checked against ``bounds`` first.
+    Returns (t entering, t leaving, axis and normal sign of the entry face); the ray misses the
+    box unless ``0 <= t entering <= t leaving`` (an eye inside a box does not see it). Scalars
+    only, so that inlining it into the pixel loop counts no array references.
     """
-    best_t = t_limit
-    best_k = -1
-    best_axis = 0
-    best_sign = 0.0
-    for k in range(entities.shape[0]):
-        if not (bounds[k, 0] <= rx <= bounds[k, 1] and bounds[k, 2] <= ry <= bounds[k, 3]):
-            continue
-        cx, cy, cz = entities[k, 0], entities[k, 1], entities[k, 2]
-        hx, hy, hz = entities[k, 3], entities[k, 4], entities[k, 5]
-        t_near, t_far, axis, sign = _box_slab(
-            cx - hx, cx + hx, ex, dx, ix, 0, -np.inf, np.inf, 0, 0.0
-        )
-        t_near, t_far, axis, sign = _box_slab(
-            cy - hy, cy + hy, ey, dy, iy, 1, t_near, t_far, axis, sign
-        )
-        t_near, t_far, axis, sign = _box_slab(
-            cz - hz, cz + hz, ez, dz, iz, 2, t_near, t_far, axis, sign
-        )
-        # An eye inside a box (t_near < 0) does not see that box.
-        if 0.0 <= t_near <= t_far and t_near < best_t:
-            best_t, best_k, best_axis, best_sign = t_near, k, axis, sign
-    return best_t, best_k, best_axis, best_sign
+    t_near, t_far, axis, sign = _box_slab(cx - hx, cx + hx, ex, dx, ix, 0, -np.inf, np.inf, 0, 0.0)
+    t_near, t_far, axis, sign = _box_slab(
+        cy - hy, cy + hy, ey, dy, iy, 1, t_near, t_far, axis, sign
+    )
+    return _box_slab(cz - hz, cz + hz, ez, dz, iz, 2, t_near, t_far, axis, sign)
 
 
 @njit(cache=True, inline="always")
@@ -399,93 +376,6 @@ def _grid_slab(p, d, inv, n, t_enter, t_leave, axis, a):
         t_enter = t0
         axis = a
     return t_enter, min(t_leave, t1), axis
-
-
-@njit(cache=True, inline="always")
-def _cast(grid, cells, visible, y_top, px, py, pz, dx, dy, dz, ix, iy, iz, t_limit):
-    """Walk one ray through the C-contiguous grid (cell space) up to ``t_limit``.
-
-    ``cells`` is the grid flattened; ``(ix, iy, iz)`` is the inverse of the direction
-    ``(dx, dy, dz)``; no cell above row ``y_top`` is visible, so a ray that is not going down
-    stops there. Returns (content, cell x, y, z, axis of the entered face), content −1 for no hit.
-    """
-    nx, ny, nz = grid.shape
-    if 0.0 <= px < nx and 0.0 <= py < ny and 0.0 <= pz < nz:
-        # The common case: the walk starts in the node holding the eye.
-        axis = -1
-        cx, cy, cz = np.int64(px), np.int64(py), np.int64(pz)
-    else:
-        t_enter, t_leave, axis = _grid_slab(px, dx, ix, nx, 0.0, t_limit, -1, 0)
-        t_enter, t_leave, axis = _grid_slab(py, dy, iy, ny, t_enter, t_leave, axis, 1)
-        t_enter, t_leave, axis = _grid_slab(pz, dz, iz, nz, t_enter, t_leave, axis, 2)
-        if axis < 0 or t_enter >= t_leave:
-            return -1, 0, 0, 0, 0
-        cx = min(max(np.int64(np.floor(px + dx * t_enter)), 0), nx - 1)
-        cy = min(max(np.int64(np.floor(py + dy * t_enter)), 0), ny - 1)
-        cz = min(max(np.int64(np.floor(pz + dz * t_enter)), 0), nz - 1)
-        if axis == 0:
-            cx = 0 if dx > 0.0 else nx - 1
-        elif axis == 1:
-            cy = 0 if dy > 0.0 else ny - 1
-        else:
-            cz = 0 if dz > 0.0 else nz - 1
-    # Rows above y_top hold nothing visible: a ray that does not go down ends on reaching them.
-    y_end = ny
-    if dy >= 0.0:
-        y_end = min(ny, y_top + 1)
-        if cy >= y_end:
-            return -1, 0, 0, 0, 0
-    stride_x = ny * nz
-    sx = stride_x if dx > 0.0 else -stride_x
-    sy = nz if dy > 0.0 else -nz
-    sz = 1 if dz > 0.0 else -1
-    index = cx * stride_x + cy * nz + cz
-    ex, ey, ez = abs(ix), abs(iy), abs(iz)
-    mx = _first_boundary(cx, px, dx, ix)
-    my = _first_boundary(cy, py, dy, iy)
-    mz = _first_boundary(cz, pz, dz, iz)
-    ux = 1 if dx > 0.0 else -1
-    uy = 1 if dy > 0.0 else -1
-    uz = 1 if dz > 0.0 else -1
-    # The node holding the eye is never drawn: the walk starts there when the eye is inside.
-    if axis >= 0 and visible[cells[index]]:
-        return np.int64(cells[index]), cx, cy, cz, axis
-    while True:
-        # The grid is left when the stepped index leaves it (t carries rounding).
-        if mx <= my and mx <= mz:
-            axis, t = 0, mx
-            cx += ux
-            index += sx
-            mx += ex
-            if cx < 0 or cx >= nx:
-                return -1, 0, 0, 0, 0
-        elif my <= mz:
-            axis, t = 1, my
-            cy += uy
-            index += sy
-            my += ey
-            if cy < 0 or cy >= y_end:
-                return -1, 0, 0, 0, 0
-        else:
-            axis, t = 2, mz
-            cz += uz
-            index += sz
-            mz += ez
-            if cz < 0 or cz >= nz:
-                return -1, 0, 0, 0, 0
-        if t >= t_limit:
-            return -1, 0, 0, 0, 0
-        content = cells[index]
-        if visible[content]:
-            return np.int64(content), cx, cy, cz, axis
-
-
-@njit(cache=True, inline="always")
-def _light_at(light, cx, cy, cz, curve):
-    """Brightness of cell (cx, cy, cz); full outside the grid."""
-    if 0 <= cx < light.shape[0] and 0 <= cy < light.shape[1] and 0 <= cz < light.shape[2]:
-        return curve[min(light[cx, cy, cz], LIGHT_MAX)]
-    return 1.0
 
 
 @njit(cache=True)
@@ -510,101 +400,227 @@ def _render_kernel(
     texture_strength,
     out,
 ):
-    """Fill ``out`` (H, W, 3) with one ray per pixel: entity boxes, then the grid, then sky."""
+    """Fill ``out`` (H, W, 3) with one ray per pixel: entity boxes, then the grid, then sky.
+
+    Two passes over the pixels: the first finds what each ray hits, the second shades it. The
+    shading pass keeps few data-dependent branches, so the CPU overlaps the pixels' chains of
+    loads, divisions and roundings instead of waiting on each in turn. The per-pixel code calls
+    only helpers on scalars: an inlined helper taking arrays costs atomic reference counting per
+    array and pixel. Same arithmetic as the NumPy reference.
+    """
     # Cell space: cell i spans [i, i + 1), so node origin + i spans [i − 0.5, i + 0.5] + origin.
     px = eye[0] - origin[0] + 0.5
     py = eye[1] - origin[1] + 0.5
     pz = eye[2] - origin[2] + 0.5
     bounds = _entity_screen_bounds(entities, eye, basis)
     cells = grid.reshape(-1)
-    for row in range(out.shape[0]):
-        for col in range(out.shape[1]):
-            rx = pixel_rays[row, col, 0]
-            ry = pixel_rays[row, col, 1]
-            dx = rx * basis[0, 0] + ry * basis[1, 0] + basis[2, 0]
-            dy = rx * basis[0, 1] + ry * basis[1, 1] + basis[2, 1]
-            dz = rx * basis[0, 2] + ry * basis[1, 2] + basis[2, 2]
+    nx, ny, nz = grid.shape
+    n = out.shape[0] * out.shape[1]
+    rays = pixel_rays.reshape(n, 2)
+    # Pass 1, per pixel: the unit ray and its inverse (dirs), the visible content (−1 for none),
+    # entity box (−1 for none), axis of the face hit and the voxel's cell along it (hits), the
+    # box's distance and face sign (boxes).
+    dirs = np.empty((n, 6))
+    hits = np.empty((n, 4), dtype=np.int64)
+    boxes = np.empty((n, 2))
+    b00, b01, b02 = basis[0, 0], basis[0, 1], basis[0, 2]
+    b10, b11, b12 = basis[1, 0], basis[1, 1], basis[1, 2]
+    b20, b21, b22 = basis[2, 0], basis[2, 1], basis[2, 2]
+    height, width = out.shape[0], out.shape[1]
+    ids = np.empty(entities.shape[0], dtype=np.int64)
+    eye_x_nodes, eye_y_nodes, eye_z_nodes = eye[0], eye[1], eye[2]
+    eye_inside = 0.0 <= px < nx and 0.0 <= py < ny and 0.0 <= pz < nz
+    eye_x, eye_y, eye_z = np.int64(px), np.int64(py), np.int64(pz)
+    y_end = min(ny, y_top + 1)
+    for row in range(height):
+        start = row * width
+        # The boxes whose screen rectangle this row of rays can cross, in ascending order.
+        lo, hi = np.inf, -np.inf
+        for i in range(start, start + width):
+            lo, hi = min(lo, rays[i, 1]), max(hi, rays[i, 1])
+        count = 0
+        for k in range(entities.shape[0]):
+            if bounds[k, 2] <= hi and lo <= bounds[k, 3] and bounds[k, 0] <= bounds[k, 1]:
+                ids[count] = k
+                count += 1
+        for i in range(start, start + width):
+            rx = rays[i, 0]
+            ry = rays[i, 1]
+            dx = rx * b00 + ry * b10 + b20
+            dy = rx * b01 + ry * b11 + b21
+            dz = rx * b02 + ry * b12 + b22
             scale = 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz)
             dx *= scale
             dy *= scale
             dz *= scale
             ix, iy, iz = _inverse(dx), _inverse(dy), _inverse(dz)
-
-            hit_t, hit_k, hit_axis, hit_sign = _entity_hit(
-                entities,
-                bounds,
-                rx,
-                ry,
-                eye[0],
-                eye[1],
-                eye[2],
-                dx,
-                dy,
-                dz,
-                ix,
-                iy,
-                iz,
-                view_distance,
-            )
-            content, cx, cy, cz, axis = _cast(
-                grid, cells, visible, y_top, px, py, pz, dx, dy, dz, ix, iy, iz, hit_t
-            )
-            if content < 0 and hit_k < 0:
-                for c in range(3):
-                    out[row, col, c] = np.uint8(sky[c])
-                continue
-            if content >= 0:
-                # Recomputed from the face, so the distance does not depend on the walk.
-                hit_axis = axis
-                if axis == 0:
-                    cell, pa, da, ia = cx, px, dx, ix
-                elif axis == 1:
-                    cell, pa, da, ia = cy, py, dy, iy
-                else:
-                    cell, pa, da, ia = cz, pz, dz, iz
-                if da > 0.0:
-                    hit_sign = -1.0
-                    hit_t = (cell - pa) * ia
-                else:
-                    hit_sign = 1.0
-                    hit_t = (cell + 1 - pa) * ia
-
-            if hit_axis == 0:
-                factor = shade[0]
-            elif hit_axis == 2:
-                factor = shade[3]
-            elif hit_sign > 0.0:
-                factor = shade[1]
+            dirs[i, 0] = dx
+            dirs[i, 1] = dy
+            dirs[i, 2] = dz
+            dirs[i, 3] = ix
+            dirs[i, 4] = iy
+            dirs[i, 5] = iz
+            # Entity boxes: the nearest hit within the view distance; of equally near boxes,
+            # the first in ``entities``.
+            hit_t, hit_k, hit_axis, hit_sign = view_distance, -1, 0, 0.0
+            for j in range(count):
+                k = ids[j]
+                if not (bounds[k, 0] <= rx <= bounds[k, 1] and bounds[k, 2] <= ry <= bounds[k, 3]):
+                    continue
+                t_near, t_far, axis, sign = _box_hit(
+                    entities[k, 0],
+                    entities[k, 1],
+                    entities[k, 2],
+                    entities[k, 3],
+                    entities[k, 4],
+                    entities[k, 5],
+                    eye_x_nodes,
+                    eye_y_nodes,
+                    eye_z_nodes,
+                    dx,
+                    dy,
+                    dz,
+                    ix,
+                    iy,
+                    iz,
+                )
+                if 0.0 <= t_near <= t_far and t_near < hit_t:
+                    hit_t, hit_k, hit_axis, hit_sign = t_near, k, axis, sign
+            # The walk through the grid, up to the entity hit (see above for why it is inline).
+            content = -1
+            walk = True
+            if eye_inside:
+                # The common case: the walk starts in the node holding the eye.
+                axis = -1
+                cx, cy, cz = eye_x, eye_y, eye_z
             else:
-                factor = shade[2]
-            hx = px + dx * hit_t
-            hy = py + dy * hit_t
-            hz = pz + dz * hit_t
-            if use_light:
-                # The node in front of the face (cell space) gives the face its light.
-                lx = np.int64(np.floor(hx + (0.5 * hit_sign if hit_axis == 0 else 0.0)))
-                ly = np.int64(np.floor(hy + (0.5 * hit_sign if hit_axis == 1 else 0.0)))
-                lz = np.int64(np.floor(hz + (0.5 * hit_sign if hit_axis == 2 else 0.0)))
-                factor *= _light_at(light, lx, ly, lz, light_curve)
-
-            if content >= 0:
-                if texture_strength > 0.0:
-                    u = hz if hit_axis == 0 else hx
-                    v = hz if hit_axis == 1 else hy
-                    tu = min(max(np.int64((u - np.floor(u)) * 8.0), 0), 7)
-                    tv = min(max(np.int64((v - np.floor(v)) * 8.0), 0), 7)
-                    factor *= _texel_factor_jit(content, tu, tv, texture_strength)
-                r, g, b = colors[content, 0], colors[content, 1], colors[content, 2]
+                t_enter, t_leave, axis = _grid_slab(px, dx, ix, nx, 0.0, hit_t, -1, 0)
+                t_enter, t_leave, axis = _grid_slab(py, dy, iy, ny, t_enter, t_leave, axis, 1)
+                t_enter, t_leave, axis = _grid_slab(pz, dz, iz, nz, t_enter, t_leave, axis, 2)
+                walk = axis >= 0 and t_enter < t_leave
+                cx = cy = cz = 0
+                if walk:
+                    cx = min(max(np.int64(np.floor(px + dx * t_enter)), 0), nx - 1)
+                    cy = min(max(np.int64(np.floor(py + dy * t_enter)), 0), ny - 1)
+                    cz = min(max(np.int64(np.floor(pz + dz * t_enter)), 0), nz - 1)
+                    if axis == 0:
+                        cx = 0 if dx > 0.0 else nx - 1
+                    elif axis == 1:
+                        cy = 0 if dy > 0.0 else ny - 1
+                    else:
+                        cz = 0 if dz > 0.0 else nz - 1
+            # Per axis: the step, the cell that ends the walk, the index stride and the next
+            # boundary. Rows above y_top hold nothing visible: a ray that does not go down ends
+            # on reaching them.
+            if dx > 0.0:
+                ux, x_stop, sx, mx = 1, nx, ny * nz, (cx + 1 - px) * ix
             else:
-                r, g, b = entities[hit_k, 6], entities[hit_k, 7], entities[hit_k, 8]
+                ux, x_stop, sx, mx = -1, -1, -ny * nz, ((cx - px) * ix if dx < 0.0 else np.inf)
+            if dy > 0.0:
+                uy, y_stop, sy, my = 1, y_end, nz, (cy + 1 - py) * iy
+            else:
+                uy, y_stop, sy, my = -1, -1, -nz, ((cy - py) * iy if dy < 0.0 else np.inf)
+                if dy == 0.0:
+                    y_stop = y_end
+            if dz > 0.0:
+                uz, z_stop, sz, mz = 1, nz, 1, (cz + 1 - pz) * iz
+            else:
+                uz, z_stop, sz, mz = -1, -1, -1, ((cz - pz) * iz if dz < 0.0 else np.inf)
+            if dy >= 0.0 and cy >= y_stop:
+                walk = False
+            ex, ey, ez = abs(ix), abs(iy), abs(iz)
+            index = (cx * ny + cy) * nz + cz
+            # The node holding the eye is never drawn: the walk starts there when it is inside.
+            if walk and axis >= 0 and visible[cells[index]]:
+                content = np.int64(cells[index])
+                walk = False
+            while walk:
+                # The grid is left when the stepped cell leaves it (t carries rounding).
+                if mx <= my and mx <= mz:
+                    axis, t = 0, mx
+                    cx += ux
+                    if cx == x_stop:
+                        break
+                    index += sx
+                    mx += ex
+                elif my <= mz:
+                    axis, t = 1, my
+                    cy += uy
+                    if cy == y_stop:
+                        break
+                    index += sy
+                    my += ey
+                else:
+                    axis, t = 2, mz
+                    cz += uz
+                    if cz == z_stop:
+                        break
+                    index += sz
+                    mz += ez
+                if t >= hit_t:
+                    break
+                if visible[cells[index]]:
+                    content = np.int64(cells[index])
+                    break
+            hits[i, 0] = content
+            hits[i, 1] = hit_k
+            hits[i, 2] = axis if content >= 0 else hit_axis
+            hits[i, 3] = cx if axis == 0 else (cy if axis == 1 else cz)
+            boxes[i, 0] = hit_t
+            boxes[i, 1] = hit_sign
 
-            clarity = 1.0
-            if use_fog:
-                clarity = (1.0 - hit_t / view_distance) / (1.0 - fog_start)
-                clarity = min(max(clarity, 0.0), 1.0)
-            out[row, col, 0] = _fogged(r * factor, sky[0], clarity)
-            out[row, col, 1] = _fogged(g * factor, sky[1], clarity)
-            out[row, col, 2] = _fogged(b * factor, sky[2], clarity)
+    # Pass 2, per pixel: shade what was hit; a ray that hits nothing gets the sky (clarity 0).
+    p = np.array((px, py, pz))
+    # Face shade by axis and normal sign: x, x, bottom, top, z, z.
+    face = np.array((shade[0], shade[0], shade[2], shade[1], shade[3], shade[3]))
+    nlx, nly, nlz = light.shape
+    pixels = out.reshape(n, 3)
+    for i in range(n):
+        content = hits[i, 0]
+        k = hits[i, 1]
+        axis = hits[i, 2]
+        voxel = content >= 0
+        seen = voxel or k >= 0
+        da = dirs[i, axis]
+        forward = da > 0.0
+        # A voxel's distance is recomputed from its face, so it does not depend on the walk.
+        voxel_t = (hits[i, 3] + (0 if forward else 1) - p[axis]) * dirs[i, 3 + axis]
+        t = voxel_t if voxel else boxes[i, 0]
+        sign = (-1.0 if forward else 1.0) if voxel else boxes[i, 1]
+        t = t if seen else 0.0
+        factor = face[2 * axis + (1 if sign > 0.0 else 0)]
+        hx = px + dirs[i, 0] * t
+        hy = py + dirs[i, 1] * t
+        hz = pz + dirs[i, 2] * t
+        if use_light:
+            # The node in front of the face (cell space) gives the face its light.
+            half = 0.5 * sign
+            lx = np.int64(np.floor(hx + half * (axis == 0)))
+            ly = np.int64(np.floor(hy + half * (axis == 1)))
+            lz = np.int64(np.floor(hz + half * (axis == 2)))
+            inside = (0 <= lx < nlx) & (0 <= ly < nly) & (0 <= lz < nlz)
+            level = light[lx if inside else 0, ly if inside else 0, lz if inside else 0]
+            factor *= light_curve[min(level, LIGHT_MAX)] if inside else 1.0
+        if texture_strength > 0.0 and voxel:
+            u = hz if axis == 0 else hx
+            v = hz if axis == 1 else hy
+            tu = min(max(np.int64((u - np.floor(u)) * 8.0), 0), 7)
+            tv = min(max(np.int64((v - np.floor(v)) * 8.0), 0), 7)
+            factor *= _texel_factor_jit(content, tu, tv, texture_strength)
+        if voxel:
+            r, g, b = colors[content, 0], colors[content, 1], colors[content, 2]
+        elif seen:
+            r, g, b = entities[k, 6], entities[k, 7], entities[k, 8]
+        else:
+            r, g, b = 0.0, 0.0, 0.0
+        clarity = 1.0
+        if use_fog:
+            clarity = (1.0 - t / view_distance) / (1.0 - fog_start)
+            clarity = min(max(clarity, 0.0), 1.0)
+        clarity = clarity if seen else 0.0
+        pixels[i, 0] = _fogged(r * factor, sky[0], clarity)
+        pixels[i, 1] = _fogged(g * factor, sky[1], clarity)
+        pixels[i, 2] = _fogged(b * factor, sky[2], clarity)
 
 
 @njit(cache=True, inline="always")

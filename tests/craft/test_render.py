@@ -7,6 +7,7 @@ import pytest
 
 from omnigym.envs.craft.render import (
     AIR_ID,
+    ENTITY_BOX_FIELDS,
     FACE_SHADE_BOTTOM,
     FACE_SHADE_TOP,
     FACE_SHADE_X,
@@ -74,6 +75,18 @@ def test_looking_up_shows_only_sky():
     grid[:, :8, :] = STONE
     frame = renderer().render(grid, EYE, yaw=30.0, pitch=-90.0)
     assert (frame == SKY).all()
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_rays_that_hit_nothing_take_the_sky_colour_exactly_in_dark_light(kernel):
+    grid = empty_grid()
+    grid[:, :8, :] = STONE
+    light = np.zeros(grid.shape, dtype=np.uint8)
+    sky = (3, 254, 128)
+    r = renderer(width=16, height=16, kernel=kernel, sky_rgb=sky, fog=False)
+    frame = r.render(grid, EYE, yaw=10.0, pitch=0.0, light=light)
+    assert (frame[:7] == sky).all()
+    assert (frame[9:] == shaded(STONE_RGB, FACE_SHADE_TOP * LIGHT_CURVE[0])).all()
 
 
 def test_looking_down_sees_top_face_unshaded():
@@ -231,6 +244,17 @@ def test_entity_box_is_drawn_in_front_of_blocks_and_hidden_behind_them():
     np.testing.assert_array_equal(
         centre(r.render(grid, EYE, 0, 0, entities=behind)), shaded(STONE_RGB, FACE_SHADE_Z)
     )
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_an_empty_entity_array_draws_the_frame_of_no_entities(kernel):
+    grid, light, _ = terrain_scene(6)
+    r = renderer(width=24, height=16, kernel=kernel)
+    eye = np.array([15.2, 11.7, 15.9])
+    expected = r.render(grid, eye, 200.0, 20.0, light=light)
+    none = np.zeros((0, len(ENTITY_BOX_FIELDS)))
+    np.testing.assert_array_equal(r.render(grid, eye, 200.0, 20.0, none, light), expected)
+    assert len(np.unique(expected.reshape(-1, 3), axis=0)) > 5
 
 
 def test_camera_outside_the_grid_sees_into_it():
