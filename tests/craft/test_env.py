@@ -345,3 +345,12 @@ def test_frames_show_the_orange_target_ahead():
     orange = (obs[..., 0] > 180) & (obs[..., 1] > 70) & (obs[..., 1] < 150) & (obs[..., 2] < 90)
     assert orange.sum() > 4
     assert math.isfinite(float(obs.mean()))
+
+
+@pytest.mark.parametrize("env_id", CRAFT_SINGLE)
+def test_registered_actions_match_the_task_table(env_id):
+    from omnigym.envs.craft.tasks.base import task_table
+
+    entry = next(e for e in task_table().values() if e["id"] == env_id)
+    ((_, kwargs),) = omnigym.spec(env_id).wrappers
+    assert kwargs == {"actions": entry["actions"], "mouse_mov": entry["mouse_mov"]}
