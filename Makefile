@@ -34,6 +34,7 @@ test: $(STAMP) stockfish
 
 bench: $(STAMP) stockfish
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
+	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -3,9 +3,10 @@
 Importing this package registers the ``Craft/`` ids (entry-point strings only: the engine, its
 Numba kernels and the task modules load when an environment is made). Each single-agent id is
 ``CraftEnv(task=<name>)`` wrapped in Craftium's ``DiscreteActionWrapper`` with the task's
-actions, so ``env.action_space`` is ``Discrete(n)`` and ``env.unwrapped.action_space`` the raw
-22-key ``Dict``. The action lists and episode lengths are the data of ``data/tasks.yaml``;
-this module repeats only the ids and descriptions so that importing it reads no file.
+actions (``env.make_task_env``), so ``env.action_space`` is ``Discrete(n)`` and
+``env.unwrapped.action_space`` the raw 22-key ``Dict``; ``CraftVectorEnv`` is each id's vector
+entry point. The action lists and episode lengths are the data of ``data/tasks/*.yaml``; the
+lists below repeat them (a test checks they agree) so that importing this module reads no file.
 """
 
 from omnigym.registry import EnvInfo, register
@@ -14,12 +15,14 @@ PAPER = (
     "Craftium: Bridging Flexibility and Efficiency for Rich 3D Single- and Multi-Agent "
     "Environments (Malagón, Ceberio, Lozano, ICML 2025)"
 )
-_WRAPPER = "omnigym.envs.craft.actions:DiscreteActionWrapper"
-_ENV = "omnigym.envs.craft.env:CraftEnv"
+_ENV = "omnigym.envs.craft.env:make_task_env"
+_VECTOR = "omnigym.envs.craft.vector:CraftVectorEnv"
 
 _SCRIPTED = "omnigym.agents.scripted."
 
-# task name, DiscreteActionWrapper actions, mouse_mov, scripted agent, description
+# task name, DiscreteActionWrapper actions and mouse_mov (as in data/tasks/*.yaml; passed as
+# kwargs, so the registry shows them and gym.make(..., actions=[...]) can change them), scripted
+# agent, description
 _SINGLE = (
     (
         "Room",
@@ -104,9 +107,9 @@ for _name, _actions, _mouse_mov, _scripted, _description in _SINGLE:
             obs_kind="pixels",
             paper=PAPER,
             description=_description,
-            kwargs={"task": _name},
+            kwargs={"task": _name, "actions": list(_actions), "mouse_mov": _mouse_mov},
             agents={"scripted": _SCRIPTED + _scripted},
-            wrappers=((_WRAPPER, {"actions": list(_actions), "mouse_mov": _mouse_mov}),),
+            vector_entry_point=_VECTOR,
         )
     )
 

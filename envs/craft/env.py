@@ -41,7 +41,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from omnigym.envs.craft.actions import check_raw_action, raw_action_space
+from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action, raw_action_space
 from omnigym.envs.craft.core import CraftSim
 from omnigym.envs.craft.engine import World
 from omnigym.envs.craft.physics import KERNELS, PhysicsConfig
@@ -489,6 +489,24 @@ def zeros_view(shape: tuple[int, ...]) -> np.ndarray:
     zeros = np.ndarray(shape, np.uint32, buffer=np.zeros(1, np.uint32), strides=(0,) * len(shape))
     zeros.flags.writeable = False
     return zeros
+
+
+def make_task_env(
+    task: str, actions: list[str] | None = None, mouse_mov: float | None = None, **kwargs: Any
+) -> gym.Env:
+    """What the registered single-agent ids make: ``CraftEnv(task, **kwargs)`` in Craftium's
+    ``DiscreteActionWrapper`` with the task's actions and ``mouse_mov`` (or the ones given).
+
+    The wrapper is applied here rather than as Gymnasium ``additional_wrappers`` because
+    ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` refuses specs that
+    have those; ``CraftVectorEnv`` is each id's vector entry point.
+    """
+    env = CraftEnv(task, **kwargs)
+    return DiscreteActionWrapper(
+        env,
+        env.task.actions if actions is None else actions,
+        env.task.mouse_mov if mouse_mov is None else mouse_mov,
+    )
 
 
 CraftiumEnv = CraftEnv

@@ -9,7 +9,7 @@ import pytest
 
 import omnigym
 from omnigym.agents.scripted.room import RoomScripted
-from omnigym.envs.craft.actions import ACTION_ORDER
+from omnigym.envs.craft.actions import ACTION_ORDER, DiscreteActionWrapper
 from omnigym.envs.craft.env import IGNORED_KWARGS, CraftEnv
 
 # Spec §4's table, written out independently of data/tasks/*.yaml.
@@ -70,13 +70,16 @@ def same_action(a, b):
 @pytest.mark.parametrize("env_id", CRAFT_SINGLE)
 def test_every_index_maps_to_the_dict_craftium_produces(env_id):
     env = gym.make(env_id)
+    wrapper = env
+    while not isinstance(wrapper, DiscreteActionWrapper):
+        wrapper = wrapper.env
     names, mouse_mov = SPEC_ACTIONS[env_id]
     assert env.action_space == gym.spaces.Discrete(len(names) + 1)
     assert list(env.unwrapped.action_space.keys()) == list(ACTION_ORDER)
     assert len(env.unwrapped.action_space) == 22
-    assert env.action(0) == {}
+    assert wrapper.action(0) == {}
     for index, name in enumerate(names, start=1):
-        assert same_action(env.action(index), craftium_dict(name, mouse_mov)), (env_id, name)
+        assert same_action(wrapper.action(index), craftium_dict(name, mouse_mov)), (env_id, name)
     env.close()
 
 
@@ -352,5 +355,20 @@ def test_registered_actions_match_the_task_table(env_id):
     from omnigym.envs.craft.tasks.base import task_table
 
     entry = next(e for e in task_table().values() if e["id"] == env_id)
-    ((_, kwargs),) = omnigym.spec(env_id).wrappers
-    assert kwargs == {"actions": entry["actions"], "mouse_mov": entry["mouse_mov"]}
+    kwargs = omnigym.spec(env_id).kwargs
+    assert kwargs["actions"] == entry["actions"] and kwargs["mouse_mov"] == entry["mouse_mov"]
+
+
+def test_registered_ids_make_vector_envs_through_gymnasium():
+    from omnigym.envs.craft.vector import CraftVectorEnv
+
+    envs = gym.make_vec(
+        "omnigym:Craft/SmallRoom-v0", num_envs=3, vectorization_mode="vector_entry_point"
+    )
+    assert isinstance(envs, CraftVectorEnv)
+    assert envs.single_action_space == gym.spaces.Discrete(4)
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (3, 64, 64, 3)
+    single = gym.make("Craft/SmallRoom-v0")
+    assert np.array_equal(obs[2], single.reset(seed=2)[0])
+    envs.close()
