@@ -41,7 +41,6 @@ from omnigym.envs.craft.render import (
     Renderer,
     RenderOptions,
     crop_voxel_info,
-    crop_voxels,
 )
 
 if TYPE_CHECKING:
@@ -436,7 +435,7 @@ class CraftSim:
             dtype=np.float32,
         )
         return {
-            "voxels": crop_voxels(self.world.content, center, radii, self.world.origin),
+            "voxels": self.world.voxels_around(center, radii),
             "entities": self.entities.observation(player.position, MAX_ENTITY_ROWS),
             "player": state,
         }

@@ -226,6 +226,7 @@ class World:
         self.content = np.full(shape, self._cid(fill), dtype=np.uint16)
         self.light = np.zeros(shape, dtype=np.uint8)
         self.param2 = np.zeros(shape, dtype=np.uint8)
+        self._zyx: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -270,8 +271,11 @@ class World:
         index = self._index(x, y, z)
         if index is None:
             raise IndexError(f"node {(x, y, z)} is outside the world {self.bounds}")
-        self.content[index] = self._cid(node)
+        cid = self._cid(node)
+        self.content[index] = cid
         self.param2[index] = param2
+        if self._zyx is not None:
+            self._zyx[index[2], index[1], index[0]] = cid
 
     def fill(self, lo: Iterable[int], hi: Iterable[int], node: str | int) -> None:
         """Sets every node of the box from ``lo`` to ``hi`` (inclusive, clipped to the grid)."""
@@ -280,8 +284,11 @@ class World:
         if np.any(hi_i <= lo_i):
             return
         box = tuple(slice(a, b) for a, b in zip(lo_i, hi_i, strict=True))
-        self.content[box] = self._cid(node)
+        cid = self._cid(node)
+        self.content[box] = cid
         self.param2[box] = 0
+        if self._zyx is not None:
+            self._zyx[box[::-1]] = cid
 
     def compute_light(self, sunlight: int = LIGHT_SUN) -> None:
         """Fills the light grid the way Luanti lights a map (its day bank).
@@ -311,6 +318,7 @@ class World:
         clone.content = self.content.copy()
         clone.light = self.light.copy()
         clone.param2 = self.param2.copy()
+        clone._zyx = None if self._zyx is None else self._zyx.copy()
         return clone
 
     def restore(self, pristine: World) -> None:
@@ -320,6 +328,36 @@ class World:
         np.copyto(self.content, pristine.content)
         np.copyto(self.light, pristine.light)
         np.copyto(self.param2, pristine.param2)
+        if self._zyx is not None:
+            np.copyto(self._zyx, pristine.content_zyx())
+
+    def content_zyx(self) -> np.ndarray:
+        """The content grid laid out ``[z, y, x]`` (Craftium's voxel order), built on first use
+        and kept in step by ``set``, ``fill`` and ``restore``: write the grid through those once
+        it exists. Voxel observations slice it instead of transposing the grid every step."""
+        if self._zyx is None:
+            self._zyx = np.ascontiguousarray(self.content.transpose(2, 1, 0))
+        return self._zyx
+
+    def voxels_around(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
+        """Content ids of the box of nodes ``center ± radii`` (``(rx, ry, rz)``), laid out
+        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid. Equal to
+        ``render.crop_voxels(content, center, radii, origin)``."""
+        zyx = self.content_zyx()
+        size, src, dst = [], [], []
+        for axis, (c, r) in enumerate(zip(center, radii, strict=True)):
+            n = 2 * int(r) + 1
+            lo = int(c) - int(r) - int(self.origin[axis])
+            start, stop = max(lo, 0), min(lo + n, self.content.shape[axis])
+            size.append(n)
+            src.append(slice(start, max(start, stop)))
+            dst.append(slice(start - lo, max(start, stop) - lo))
+        inside = zyx[src[2], src[1], src[0]]
+        if inside.shape == (size[2], size[1], size[0]):
+            return inside.copy()
+        out = np.full((size[2], size[1], size[0]), IGNORE, dtype=np.uint16)
+        out[dst[2], dst[1], dst[0]] = inside
+        return out
 
 
 @njit(cache=True)

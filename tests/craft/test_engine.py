@@ -428,3 +428,26 @@ def test_place_refuses_a_cell_inside_a_body(materials, config):
 def test_place_with_an_item_that_is_not_a_node_does_nothing(materials, config):
     world, player = facing_block(materials, "default:tree", wielded="default:axe_steel")
     assert place(world, player, config) is None
+
+
+def test_voxels_around_equals_the_transposed_crop_and_follows_edits():
+    from omnigym.envs.craft.render import crop_voxels
+
+    table = MaterialTable.load()
+    world = World(table, (9, 6, 7), origin=(-3, 2, 5))
+    rng = np.random.default_rng(0)
+    world.content[:] = rng.choice([table.id("air"), table.id("default:stone")], world.shape)
+    pristine = world.copy()
+    centers = [(0, 4, 8), (-3, 2, 5), (5, 7, 11), (-10, 0, 0)]
+    for center in centers:
+        expected = crop_voxels(world.content, center, (2, 1, 3), tuple(world.origin))
+        assert np.array_equal(world.voxels_around(center, (2, 1, 3)), expected)
+    world.set(1, 5, 8, "default:tree")
+    world.fill((-3, 2, 5), (-2, 3, 6), "default:dirt")
+    for center in centers:
+        expected = crop_voxels(world.content, center, (2, 1, 3), tuple(world.origin))
+        assert np.array_equal(world.voxels_around(center, (2, 1, 3)), expected)
+    clone = world.copy()
+    world.restore(pristine)
+    assert np.array_equal(world.content_zyx(), pristine.content.transpose(2, 1, 0))
+    assert np.array_equal(clone.content_zyx(), clone.content.transpose(2, 1, 0))
