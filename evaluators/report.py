@@ -11,6 +11,12 @@ Departure from rliable: a scorecard keeps summaries, not runs, and LMRL-style no
 exist for summaries, so the performance profile is drawn over each env's mean normalized score
 (one point per env) rather than over individual runs, and has no confidence band.
 
+Agents that train may also bring learning curves (episode return against training timesteps,
+per run seed, from :func:`omnigym.evaluators.runner.read_learning_curves`); the page then plots
+them, one panel per env: each seed as a thin line (a running mean over 5% of its episodes), the
+mean over seeds as a thick one, and the evaluation mean of every agent without a curve as a dashed
+reference line.
+
 Everything is inlined (CSS in a ``<style>`` element, plots as matplotlib PNGs in
 ``data:image/png;base64`` URIs), so the file can be mailed or archived alone. matplotlib is
 imported inside the plotting functions, and only its object-oriented Agg API is used (no pyplot
@@ -74,12 +80,15 @@ def write_report(
     scorecard: Mapping[str, Any],
     out_dir: str | os.PathLike,
     title: str = "omnigym scorecard",
+    learning_curves: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
     """Write ``report.html`` (one self-contained page) for ``scorecard`` into ``out_dir``.
 
     The page shows per-env score bars with 95% CI whiskers (normalized score where the env has
     one, else return), a performance profile when two or more envs have normalized scores, the
-    results table and the probability-of-improvement matrices. Returns the file's path.
+    learning curves when ``learning_curves`` has any (records with ``env_id``, ``agent``,
+    ``seed``, ``timesteps`` and ``returns``), the results table and the
+    probability-of-improvement matrices. Returns the file's path.
     """
     colors = agent_colors(scorecard["agents"])
     normalized_envs = [
@@ -91,6 +100,9 @@ def write_report(
     sections = [_section_scores(scorecard, normalized_envs, return_envs, colors)]
     if len(normalized_envs) >= 2:
         sections.append(_section_profile(scorecard, normalized_envs, colors))
+    curves = [c for c in learning_curves if c["agent"] in colors and c["timesteps"]]
+    if curves:
+        sections.append(_section_learning(scorecard, curves, colors))
     sections.append(_section_results(scorecard, colors))
     if scorecard["comparisons"]:
         sections.append(_section_improvement(scorecard, colors))
@@ -163,6 +175,19 @@ def _section_profile(
         " the curve further up and to the right is better.",
     )
     return f"<section><h2>Performance profile</h2>{figure}</section>"
+
+
+def _section_learning(
+    scorecard: Mapping[str, Any], curves: list[Mapping[str, Any]], colors: dict[str, str]
+) -> str:
+    figure = _embed(
+        _plot_learning_curves(scorecard, curves, colors),
+        alt="Training return against timesteps per environment and agent",
+        caption="Training episode return against environment steps: thin lines are run seeds"
+        f" (running means over {SMOOTHING_FRACTION:.0%} of their episodes), the thick line their"
+        " mean; dashed lines are the evaluation means of agents without training.",
+    )
+    return f"<section><h2>Learning curves</h2>{figure}</section>"
 
 
 def _section_results(scorecard: Mapping[str, Any], colors: dict[str, str]) -> str:
@@ -412,6 +437,62 @@ def _plot_profile(scorecard: Mapping[str, Any], envs: list[str], colors: dict[st
     ax.grid(axis="x", color="#e3e6eb", linewidth=0.8)
     _legend(fig, {a: c for a, c in colors.items() if scores[a]})
     return fig
+
+
+#: A learning curve is smoothed over this fraction of its episodes (at least one episode).
+SMOOTHING_FRACTION = 0.05
+
+
+def smoothed_curve(
+    timesteps: Sequence[float], returns: Sequence[float], window: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The running mean of the last ``window`` episode returns, at each episode's end from the
+    ``window``-th on (as SB3's ``ep_rew_mean``, over a shorter window)."""
+    order = np.argsort(timesteps, kind="stable")
+    t = np.asarray(timesteps, dtype=float)[order]
+    r = np.asarray(returns, dtype=float)[order]
+    window = max(1, min(window, len(r)))
+    sums = np.cumsum(np.concatenate([[0.0], r]))
+    return t[window - 1 :], (sums[window:] - sums[:-window]) / window
+
+
+def _plot_learning_curves(
+    scorecard: Mapping[str, Any], curves: list[Mapping[str, Any]], colors: dict[str, str]
+) -> Any:
+    envs = [env for env in scorecard["envs"] if any(c["env_id"] == env for c in curves)]
+    envs += sorted({c["env_id"] for c in curves} - set(envs))
+    columns = min(2, len(envs))
+    rows = -(-len(envs) // columns)
+    fig = _new_figure(4.8 * columns + 0.4, 3.2 * rows + 0.5)
+    lookup = {(r["env_id"], r["agent"]): r for r in scorecard["results"]}
+    for k, env in enumerate(envs):
+        ax = fig.add_subplot(rows, columns, k + 1)
+        for agent, color in colors.items():
+            runs = [
+                smoothed_curve(c["timesteps"], c["returns"], _window(c))
+                for c in curves
+                if c["env_id"] == env and c["agent"] == agent
+            ]
+            if runs:
+                for t, r in runs:
+                    ax.plot(t, r, color=color, linewidth=0.8, alpha=0.4)
+                # The seeds' mean where every seed has a point: on a common grid of timesteps.
+                grid = np.linspace(max(t[0] for t, _ in runs), min(t[-1] for t, _ in runs), 200)
+                mean = np.mean([np.interp(grid, t, r) for t, r in runs], axis=0)
+                ax.plot(grid, mean, color=color, linewidth=2)
+            elif (env, agent) in lookup:
+                mean = lookup[env, agent]["return"]["mean"]
+                ax.axhline(mean, color=color, linestyle="--", linewidth=1.2)
+        ax.set_title(env, fontsize=10)
+        ax.set_xlabel("environment steps", fontsize=9)
+        ax.set_ylabel("episode return", fontsize=9)
+        _style_axes(ax)
+    _legend(fig, colors)
+    return fig
+
+
+def _window(curve: Mapping[str, Any]) -> int:
+    return max(1, round(SMOOTHING_FRACTION * len(curve["returns"])))
 
 
 def _legend(fig: Any, colors: dict[str, str]) -> None:

@@ -4,11 +4,21 @@ The output folder holds ``episodes.jsonl`` (appended per episode, the resume log
 ``scenario.yaml`` (the scenario as run), ``scorecard.json``, ``scorecard.md`` and
 ``report.html`` (written atomically at the end). Re-running the same scenario into the same
 folder plays only the episodes that are missing.
+
+An agent that records its training (a ``learning_curve`` attribute: a list of
+``(timesteps, episode return)`` pairs, as :class:`omnigym.agents.sb3.SB3Agent` keeps) has the
+curve of each training seed appended to ``learning_curves.jsonl`` as soon as training ends; the
+report plots it. A curve trained again for the same (env, agent, seed) replaces the earlier one.
+An agent with ``save(path)`` and ``load(path)`` is saved after training under
+``checkpoints/<env>/<agent>/seed<k>``; a resumed run loads it instead of training again.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +34,10 @@ from .io import atomic_write_text
 from .report import write_report
 from .rollout import Record, evaluate
 from .scorecard import build_scorecard, write_scorecard
-from .store import EpisodeStore
+from .store import EpisodeStore, read_records
+
+LEARNING_CURVES_FILE = "learning_curves.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ def run_scenario(
     with EpisodeStore(out) as store:
         for env in scenario.envs:
             for agent in scenario.agents:
-                records += _evaluate_agent(scenario, env, agent, store, on_episode)
+                records += _evaluate_agent(scenario, env, agent, store, on_episode, out)
     return write_outputs(records, out, title=scenario.name)
 
 
@@ -66,6 +79,7 @@ def _evaluate_agent(
     agent: AgentEntry,
     store: EpisodeStore,
     on_episode: Callable[[Record], None] | None,
+    folder: Path,
 ) -> list[Record]:
     common = dict(
         episodes=scenario.episodes,
@@ -86,9 +100,44 @@ def _evaluate_agent(
         )
         trained: Any = agent.name
         if not done:
-            trained = _train(env, agent, seed)
+            trained = _trained_agent(env, agent, seed, folder)
         records += evaluate(env.id, trained, seeds=[seed], agent_kwargs=agent.kwargs, **common)
     return records
+
+
+def checkpoint_path(folder: str | os.PathLike, env_id: str, agent: str, seed: int) -> Path:
+    """Where the agent trained on ``env_id`` with run seed ``seed`` is saved."""
+
+    def safe(name: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+    return Path(folder) / CHECKPOINTS_DIR / safe(env_id) / safe(agent) / f"seed{seed}"
+
+
+def _trained_agent(env: EnvEntry, agent: AgentEntry, seed: int, folder: Path) -> Any:
+    """The agent trained for ``seed``: loaded from its checkpoint if one was saved, else
+    trained now (its curve and checkpoint written as soon as training ends)."""
+    checkpoint = checkpoint_path(folder, env.id, agent.display, seed)
+    if checkpoint.exists():
+        play_env = make(env.id, **env.kwargs)
+        try:
+            built = make_agent(agent.name, env=play_env, env_id=env.id, **agent.kwargs)
+        finally:
+            play_env.close()
+        built.load(checkpoint)
+        return built
+    trained = _train(env, agent, seed)
+    curve = getattr(trained, "learning_curve", None)
+    if curve:
+        append_learning_curve(folder, env.id, agent.display, seed, curve)
+    if callable(getattr(trained, "save", None)) and callable(getattr(trained, "load", None)):
+        # Saved under a temporary name, then renamed: a checkpoint is whole or absent.
+        partial = checkpoint.with_name(f".{checkpoint.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        trained.save(partial)
+        os.replace(partial, checkpoint)
+    return trained
 
 
 def _train(env: EnvEntry, agent: AgentEntry, seed: int) -> Any:
@@ -106,9 +155,46 @@ def _train(env: EnvEntry, agent: AgentEntry, seed: int) -> Any:
     return built
 
 
+def append_learning_curve(
+    folder: str | os.PathLike,
+    env_id: str,
+    agent: str,
+    seed: int,
+    curve: list[tuple[int, float]],
+) -> None:
+    """Append one training run's curve to ``<folder>/learning_curves.jsonl`` (flushed)."""
+    record = {
+        "env_id": env_id,
+        "agent": agent,
+        "seed": int(seed),
+        "timesteps": [int(t) for t, _ in curve],
+        "returns": [float(r) for _, r in curve],
+    }
+    path = Path(folder) / LEARNING_CURVES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():  # a run killed mid-write left a partial line: cut it off first
+        data = path.read_bytes()
+        with path.open("r+b") as file:
+            file.truncate(data.rfind(b"\n") + 1)
+    with path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def read_learning_curves(folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """The curves of ``<folder>/learning_curves.jsonl``, the latest per (env, agent, seed)."""
+    latest = {
+        (r["env_id"], r["agent"], int(r["seed"])): r
+        for r in read_records(Path(folder) / LEARNING_CURVES_FILE)
+    }
+    return [latest[key] for key in sorted(latest)]
+
+
 def write_outputs(records: list[Record], folder: Path, title: str) -> RunOutput:
-    """Build and write ``scorecard.json``, ``scorecard.md`` and ``report.html`` for ``records``."""
+    """Build and write ``scorecard.json``, ``scorecard.md`` and ``report.html`` for ``records``
+    (the report includes the learning curves stored in ``folder``, if any)."""
     scorecard = build_scorecard(records)
     json_path, md_path = write_scorecard(scorecard, folder)
-    html_path = write_report(scorecard, folder, title=title)
+    html_path = write_report(
+        scorecard, folder, title=title, learning_curves=read_learning_curves(folder)
+    )
     return RunOutput(folder, scorecard, json_path, md_path, html_path)

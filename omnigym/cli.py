@@ -1,4 +1,4 @@
-"""The ``omnigym`` command line: list, eval, run, report, bench, play.
+"""The ``omnigym`` command line: list, eval, run, report, bench, dataset, play, render.
 
 Bad input (an unknown environment or agent, a malformed scenario) prints one clear message to
 stderr and exits with status 2 before anything is written. Long work shows a progress bar on
@@ -95,6 +95,18 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("env_id")
     play.add_argument("--seed", type=int, default=None)
     play.set_defaults(handler=_play)
+
+    render = commands.add_parser(
+        "render", help="save a pixel environment's first frame (PNG) or a random rollout (GIF)"
+    )
+    render.add_argument("env_id")
+    render.add_argument("--seed", type=int, default=0, help="reset seed (default 0)")
+    render.add_argument("--out", type=Path, required=True, help="FILE.png or FILE.gif")
+    render.add_argument(
+        "--steps", type=_positive, default=50, help="random steps after the first frame (GIF)"
+    )
+    render.add_argument("--kwargs", default="{}", help="environment kwargs as a JSON object")
+    render.set_defaults(handler=_render)
     return parser
 
 
@@ -302,6 +314,82 @@ def _play(args: argparse.Namespace) -> int:
             break
     env.close()
     return 0
+
+
+RENDER_FORMATS = (".png", ".gif")
+
+
+def _render(args: argparse.Namespace) -> int:
+    suffix = args.out.suffix.lower()
+    if suffix not in RENDER_FORMATS:
+        raise UsageError(f"{args.out}: expected a .png or .gif file name")
+    try:
+        kwargs = json.loads(args.kwargs)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--kwargs is not valid JSON: {error}") from None
+    if not isinstance(kwargs, dict):
+        raise UsageError(f"--kwargs must be a JSON object, got {args.kwargs}")
+    info = omnigym.spec(args.env_id)
+    if info.kind != "single" or info.obs_kind != "pixels":
+        raise UsageError(
+            f"{args.env_id} is not a single-agent pixel environment (its observations: "
+            f"{info.obs_kind}); render draws frames of pixel tasks"
+        )
+    steps = args.steps if suffix == ".gif" else 0
+    frames, fps = render_frames(args.env_id, args.seed, steps, kwargs)
+    from omnigym.evaluators.io import atomic_write_bytes
+
+    atomic_write_bytes(args.out, _encode_frames(frames, suffix, fps))
+    height, width = frames[0].shape[:2]
+    print(f"{args.out}: {len(frames)} frame(s) of {width}x{height}")
+    return 0
+
+
+def render_frames(
+    env_id: str, seed: int, steps: int, kwargs: dict[str, Any] | None = None
+) -> tuple[list[Any], float]:
+    """The frame after ``reset(seed=seed)`` and after each of ``steps`` random actions (drawn
+    from the action space seeded with ``seed``), stopping early where the episode ends; and
+    the environment's ``render_fps`` (20 where it declares none)."""
+    try:
+        env = omnigym.make(env_id, render_mode="rgb_array", **(kwargs or {}))
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"{env_id}: {error}") from None
+    try:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        frames = [env.render()]
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            frames.append(env.render())
+            if terminated or truncated:
+                break
+        fps = float(env.metadata.get("render_fps") or 20)
+    finally:
+        env.close()
+    return frames, fps
+
+
+def _encode_frames(frames: list[Any], suffix: str, fps: float) -> bytes:
+    """PNG of the first frame, or an animated GIF of all (Pillow, matplotlib's own dependency)."""
+    import io
+
+    from PIL import Image
+
+    images = [Image.fromarray(frame) for frame in frames]
+    buffer = io.BytesIO()
+    if suffix == ".png":
+        images[0].save(buffer, format="PNG")
+    else:
+        images[0].save(
+            buffer,
+            format="GIF",
+            save_all=True,
+            append_images=images[1:],
+            duration=round(1000 / fps),
+            loop=0,
+        )
+    return buffer.getvalue()
 
 
 if __name__ == "__main__":

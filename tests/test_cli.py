@@ -8,8 +8,10 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import omnigym
 from omnigym.cli import main
 from omnigym.evaluators.store import read_records
 
@@ -185,3 +187,69 @@ def test_run_killed_mid_way_resumes_to_exactly_the_requested_episodes(tmp_path):
     assert len(keys) == len(set(keys)) == 48
     scorecard = json.loads((out / "scorecard.json").read_text())
     assert sorted(r["episodes"] for r in scorecard["results"]) == [24, 24]
+
+
+def test_render_png_writes_the_first_frame_at_the_observation_size(tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "room.png"
+    args = ["render", "Craft/SmallRoom-v0", "--seed", "3", "--out", str(out)]
+    assert main([*args, "--kwargs", '{"obs_width": 48, "obs_height": 40}']) == 0
+    with Image.open(out) as image:
+        assert image.format == "PNG" and image.size == (48, 40) and image.mode == "RGB"
+        first = np.asarray(image)
+    env = omnigym.make("Craft/SmallRoom-v0", obs_width=48, obs_height=40)
+    observation, _ = env.reset(seed=3)
+    env.close()
+    np.testing.assert_array_equal(first, observation)
+
+
+def test_render_gif_holds_the_first_frame_and_one_per_random_step(tmp_path):
+    from PIL import Image, ImageSequence
+
+    out = tmp_path / "room.gif"
+    assert main(["render", "Craft/SmallRoom-v0", "--out", str(out), "--steps", "6"]) == 0
+    with Image.open(out) as image:
+        assert image.format == "GIF" and image.size == (64, 64)
+        # Pillow merges identical consecutive frames and adds up their durations.
+        durations = [frame.info["duration"] for frame in ImageSequence.Iterator(image)]
+    assert 1 <= len(durations) <= 7
+    assert sum(durations) == 7 * 50  # 7 frames at the env's render_fps of 20
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["Craft/SmallRom-v0", "--out", "{out}.png"], "Craft/SmallRoom-v0"),
+        (["LMRL/Wordle-v0", "--out", "{out}.png"], "not a single-agent pixel environment"),
+        (["Craft/SmallRoom-v0", "--out", "{out}.jpg"], ".png or .gif"),
+        (["Craft/SmallRoom-v0", "--out", "{out}.png", "--kwargs", "{oops"], "not valid JSON"),
+        (["Craft/SmallRoom-v0", "--out", "{out}.png", "--kwargs", '{"obs_width": 0}'], "obs_width"),
+    ],
+)
+def test_render_errors_exit_2_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "frame"
+    result = _omnigym("render", *[a.replace("{out}", str(out)) for a in args])
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_rerenders_learning_curves_keeping_the_latest_per_seed(tmp_path):
+    from omnigym.evaluators.runner import (
+        LEARNING_CURVES_FILE,
+        append_learning_curve,
+        read_learning_curves,
+    )
+
+    out = tmp_path / "out"
+    assert main(["eval", "LMRL/MazeFO-v0", "--agent", "random", "--episodes", "2",
+                 "--out", str(out)]) == 0  # fmt: skip
+    append_learning_curve(out, "LMRL/MazeFO-v0", "random", 0, [(10, -5.0)])
+    with (out / LEARNING_CURVES_FILE).open("a") as file:
+        file.write('{"env_id": "LMRL/Maz')  # a run killed in the middle of a write
+    append_learning_curve(out, "LMRL/MazeFO-v0", "random", 0, [(10, -4.0), (20, -2.0)])
+    (curve,) = read_learning_curves(out)
+    assert curve["timesteps"] == [10, 20] and curve["returns"] == [-4.0, -2.0]
+    assert main(["report", str(out)]) == 0
+    assert "<h2>Learning curves</h2>" in (out / "report.html").read_text()

@@ -5,7 +5,9 @@ import re
 import subprocess
 import sys
 
-from omnigym.evaluators.report import agent_colors, write_report
+import numpy as np
+
+from omnigym.evaluators.report import agent_colors, smoothed_curve, write_report
 
 
 def summary(mean, half_width=1.0):
@@ -132,3 +134,39 @@ def test_importing_the_report_module_does_not_import_matplotlib():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert output.stdout.strip() == "False"
+
+
+def curve(agent, seed, returns, env_id="Fake/Maze-v0", every=100):
+    return {
+        "env_id": env_id,
+        "agent": agent,
+        "seed": seed,
+        "timesteps": [every * (i + 1) for i in range(len(returns))],
+        "returns": list(returns),
+    }
+
+
+def test_report_plots_learning_curves_when_an_agent_has_one(tmp_path):
+    card = scorecard(
+        [result("Fake/Maze-v0", "ppo", -30.0), result("Fake/Maze-v0", "random", -90.0)]
+    )
+    curves = [curve("ppo", 0, [-100, -80, -40]), curve("ppo", 1, [-95, -60, -35])]
+    page = write_report(card, tmp_path, learning_curves=curves).read_text()
+    assert "<h2>Learning curves</h2>" in page
+    assert len(images(page)) == 2  # the return panels and the learning curves
+    assert page.index("Learning curves") < page.index("<h2>Results</h2>")
+
+
+def test_report_without_learning_curves_has_no_curve_section(tmp_path):
+    card = scorecard([result("Fake/Maze-v0", "ppo", -30.0)])
+    for curves in ((), [curve("someone-else", 0, [-1.0])]):
+        page = write_report(card, tmp_path, learning_curves=curves).read_text()
+        assert "Learning curves" not in page and len(images(page)) == 1
+
+
+def test_smoothed_curve_is_the_running_mean_at_each_episode_end():
+    t, r = smoothed_curve([300, 100, 200, 400], [-1.0, -9.0, -5.0, -3.0], window=2)
+    np.testing.assert_array_equal(t, [200, 300, 400])  # sorted by timesteps first
+    np.testing.assert_array_equal(r, [-7.0, -3.0, -2.0])
+    t, r = smoothed_curve([10, 20], [-4.0, -2.0], window=5)  # the window shrinks to the run
+    assert t.tolist() == [20] and r.tolist() == [-3.0]
