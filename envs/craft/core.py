@@ -135,6 +135,8 @@ class CraftSim:
         )
         self._hazards = False
         self._pristine_top = -1
+        self._pristine_heights: np.ndarray | None = None
+        self._heights: np.ndarray | None = None
         self._turns: dict[tuple[float, float], tuple[float, float]] = {}
         self._controls: dict[tuple, tuple[Controls, Controls]] = {}
 
@@ -148,6 +150,7 @@ class CraftSim:
         self._hazards = bool(self._damage_per_second[pristine.content].any())
         if self.renderer is not None:
             self._pristine_top = self.renderer.top_row(pristine.content)
+            self._pristine_heights = self.renderer.column_heights(pristine.content)
         if (
             self.world is None
             or self.world.shape != pristine.shape
@@ -169,6 +172,8 @@ class CraftSim:
         assert self._pristine is not None, "load_world first"
         self.world.restore(self._pristine)
         self._top_row = self._pristine_top
+        if self.renderer is not None:
+            self._heights = self._pristine_heights.copy()
         self.rng = rng
         self.time = 0.0
         self.frames = 0
@@ -185,14 +190,17 @@ class CraftSim:
         """Keeps the renderer's highest visible row up to date after the grid was written.
 
         ``node``: the one node that became visible (placed); None rescans the whole grid. A dug
-        node needs no call: a top row above the true one draws the same frame.
+        node needs no call: a top row or column height above the true one draws the same frame.
         """
         if self.renderer is None:
             return
         if node is None:
             self._top_row = self.renderer.top_row(self.world.content)
-        else:
-            self._top_row = max(self._top_row, int(node[1] - self.world.origin[1]))
+            self._heights = self.renderer.column_heights(self.world.content)
+            return
+        x, y, z = (int(c) for c in np.asarray(node) - self.world.origin)
+        self._top_row = max(self._top_row, y)
+        self._heights[x, z] = max(int(self._heights[x, z]), y)
 
     # ---- stepping ---------------------------------------------------------------------------
 
@@ -413,6 +421,7 @@ class CraftSim:
             light=self.task.frame_light(self),
             origin=self.world.origin,
             top_row=self._top_row,
+            heights=self._heights,
         )
         self.task.decorate_frame(self, frame, viewer)
         return frame

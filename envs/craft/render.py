@@ -18,9 +18,11 @@ Two kernels compute the same arithmetic in the same order: a Numba one (on-disk 
 fastmath, sequential, so frames are bit-exact on a given machine) and a vectorised NumPy reference
 for installs without Numba, an order of magnitude slower. The Numba kernel also skips work that
 cannot change a pixel: entity boxes outside a conservative on-screen rectangle (tested per row of
-pixels, then per pixel), and the walk of a ray that is not going down once it is above the highest
-visible row (``Renderer.top_row``); it walks all rays before it shades any, so that shading
-pipelines across pixels.
+pixels, then per pixel), the walk of a ray that is not going down once it is above the highest
+visible row (``Renderer.top_row``), and, given the height of every column
+(``Renderer.column_heights``), the walk of a rising ray once it has passed above every column it
+can still cross (a horizon of 64 sectors of direction around the eye, kept until the eye or a
+height changes); it walks all rays before it shades any, so that shading pipelines across pixels.
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
@@ -62,6 +64,10 @@ LIGHT_CURVE = 0.8 ** (LIGHT_MAX - np.arange(LIGHT_MAX + 1, dtype=np.float64))
 """Brightness factor per node light level 0–15 (level 15 is full brightness)."""
 
 KERNELS = ("auto", "numba", "numpy")
+
+HORIZON_SECTORS = 64
+HORIZON_GROUP = 2
+# Rising rays stop early by a horizon of 64 sectors of direction over groups of 2×2 columns.
 
 ENTITY_BOX_FIELDS = ("cx", "cy", "cz", "hx", "hy", "hz", "r", "g", "b")
 """Columns of an entity-box array: centre (nodes), half-size (nodes), colour (0–255)."""
@@ -182,14 +188,22 @@ class Renderer:
         self._visible = np.zeros(N_CONTENT_IDS, dtype=np.bool_)
         self._visible[: len(visible)] = visible
         self._pixel_rays = _pixel_rays(options)
+        self._unit_rays = _unit_rays(self._pixel_rays)
         if options.face_shading:
             shade = (FACE_SHADE_X, FACE_SHADE_TOP, FACE_SHADE_BOTTOM, FACE_SHADE_Z)
         else:
             shade = (1.0, 1.0, 1.0, 1.0)
-        self._shade = np.array(shade, dtype=np.float64)
+        # Brightness factor per face (x, x, bottom, top, z, z) and light level.
+        face = np.array(shade, dtype=np.float64)[[0, 0, 2, 1, 3, 3]]
+        self._factors = face[:, None] * LIGHT_CURVE[None, :]
         self._sky = np.array(options.sky_rgb, dtype=np.float64)
         self._no_entities = np.zeros((0, 9), dtype=np.float64)
         self._no_light = np.zeros((1, 1, 1), dtype=np.uint8)
+        self._no_horizon = np.zeros((1, 1))
+        # The last horizon built, with what it was built from (eye, origin, heights).
+        self._horizon = self._no_horizon
+        self._horizon_eye = None
+        self._horizon_heights = None
         if options.kernel == "numba" and not NUMBA_AVAILABLE:
             raise ValueError("kernel='numba' needs the numba package; use 'numpy' or 'auto'")
         use_numba = options.kernel == "numba" or (options.kernel == "auto" and NUMBA_AVAILABLE)
@@ -201,6 +215,18 @@ class Renderer:
         rows = np.flatnonzero(self._visible[grid].any(axis=(0, 2)))
         return int(rows[-1]) if len(rows) else -1
 
+    def column_heights(self, grid: np.ndarray) -> np.ndarray:
+        """``int32 [X, Z]``: per column of ``grid``, the highest row (y index) holding a visible
+        node, −1 for a column without one. The ``heights`` hint of ``render``."""
+        seen = self._visible[grid]
+        top = grid.shape[1] - 1 - np.argmax(seen[:, ::-1, :], axis=1)
+        return np.where(seen.any(axis=1), top, -1).astype(np.int32)
+
+    def update_column(self, heights: np.ndarray, grid: np.ndarray, x: int, z: int) -> None:
+        """Recompute ``heights[x, z]`` (grid indices) from ``grid`` after its column changed."""
+        rows = np.flatnonzero(self._visible[grid[x, :, z]])
+        heights[x, z] = rows[-1] if len(rows) else -1
+
     def render(
         self,
         grid: np.ndarray,
@@ -211,6 +237,7 @@ class Renderer:
         light: np.ndarray | None = None,
         origin: tuple[int, int, int] = (0, 0, 0),
         top_row: int | None = None,
+        heights: np.ndarray | None = None,
     ) -> np.ndarray:
         """One frame seen from ``eye`` (nodes) with Luanti's ``yaw`` and ``pitch`` (degrees).
 
@@ -226,6 +253,14 @@ class Renderer:
                 kernel stops rays that are not going down above it. None stands for the grid's
                 top row. Any value at or above ``self.top_row(grid)`` gives the same frame; a
                 lower one is an error that hides what stands above it.
+            heights: ``int32 [X, Z]``, ``self.column_heights(grid)``: the Numba kernel stops a
+                rising ray once it has passed above every column it can still cross, so that
+                rays into the sky do not walk to the view distance. As with ``top_row``, values
+                at or above the true ones give the same frame and a lower one hides what stands
+                above it: after a visible node is placed at grid index ``(x, y, z)``, raise
+                ``heights[x, z]`` to at least ``y`` (or call ``self.update_column``); after a
+                node is dug the old value stays valid, and ``update_column`` makes it tight
+                again. None walks every rising ray to its end.
 
         Returns:
             ``uint8`` frame of shape ``options.shape``.
@@ -235,6 +270,12 @@ class Renderer:
         opts = self.options
         use_light = light is not None
         entities = self._no_entities if entities is None else entities
+        if heights is not None and np.shape(heights) != (grid.shape[0], grid.shape[2]):
+            raise ValueError(
+                f"heights must have shape {(grid.shape[0], grid.shape[2])}, got {np.shape(heights)}"
+            )
+        use_horizon = heights is not None and self.kernel == "numba"
+        horizon = self._horizon_of(heights, eye, origin) if use_horizon else self._no_horizon
         frame = np.empty((opts.height, opts.width, 3), dtype=np.uint8)
         self._kernel(
             np.ascontiguousarray(grid),
@@ -243,23 +284,39 @@ class Renderer:
             self._colors,
             self._visible,
             grid.shape[1] - 1 if top_row is None else int(top_row),
+            horizon,
+            use_horizon,
             np.asarray(origin, dtype=np.float64),
             np.asarray(eye, dtype=np.float64),
             camera_basis(yaw, pitch),
             self._pixel_rays,
+            self._unit_rays,
             np.ascontiguousarray(entities, dtype=np.float64),
             self._sky,
             float(opts.view_distance),
             opts.fog,
             float(opts.fog_start),
-            self._shade,
-            LIGHT_CURVE,
+            self._factors,
             float(opts.texture_strength),
             frame,
         )
         if opts.rgb:
             return frame
         return to_grayscale(frame, opts.gray_scale_keepdim)
+
+    def _horizon_of(self, heights, eye, origin) -> np.ndarray:
+        """The horizon (``_horizon``) of ``heights`` around ``eye``, rebuilt only when the eye,
+        the origin or a height differs from the last call's."""
+        cell = tuple(float(e) - float(o) + 0.5 for e, o in zip(eye, origin, strict=True))
+        if cell != self._horizon_eye or not np.array_equal(heights, self._horizon_heights):
+            self._horizon = _horizon(
+                np.ascontiguousarray(heights, dtype=np.int32),
+                *cell,
+                float(self.options.view_distance),
+            )
+            self._horizon_eye = cell
+            self._horizon_heights = np.array(heights, copy=True)
+        return self._horizon
 
 
 def _pixel_rays(options: RenderOptions) -> np.ndarray:
@@ -272,6 +329,16 @@ def _pixel_rays(options: RenderOptions) -> np.ndarray:
     rays[..., 0] = cols[None, :]
     rays[..., 1] = rows[:, None]
     return rays
+
+
+def _unit_rays(pixel_rays: np.ndarray) -> np.ndarray:
+    """``float64 [H·W, 3]``: per pixel, the unit ray through its centre in camera space (right,
+    up, forward), so that a frame turns it into the world with one rotation."""
+    rays = np.empty((pixel_rays.shape[0] * pixel_rays.shape[1], 3))
+    rays[:, :2] = pixel_rays.reshape(-1, 2)
+    rays[:, 2] = 1.0
+    norm = rays[:, 0] * rays[:, 0] + rays[:, 1] * rays[:, 1] + 1.0
+    return rays * (1.0 / np.sqrt(norm))[:, None]
 
 
 def _texel_factor(content, u, v, strength):
@@ -362,6 +429,83 @@ def _box_hit(cx, cy, cz, hx, hy, hz, ex, ey, ez, dx, dy, dz, ix, iy, iz):
 
 
 @njit(cache=True, inline="always")
+def _pseudo_angle(x, z):
+    """A stand-in for the angle of ``(x, z)`` from +x towards +z, in [0, 4): monotone in the
+    angle, with no trigonometry."""
+    if z >= 0.0:
+        return z / (x + z) if x >= 0.0 else 1.0 - x / (z - x)
+    return 2.0 - z / (-x - z) if x < 0.0 else 3.0 + x / (x - z)
+
+
+@njit(cache=True)
+def _horizon(heights, px, py, pz, view_distance):
+    """Per sector of directions around the eye and per ring of distance (cell space), the
+    steepest slope a rising ray needs to pass above the columns of that sector reaching that far
+    or farther: ``[sector, ring]`` is the largest ``(height + 1 − eye y) / nearest distance``
+    over the groups of HORIZON_GROUP × HORIZON_GROUP columns that some direction of the sector
+    crosses and whose farthest point is at least ``ring`` nodes from the eye (horizontally).
+
+    A rising ray gains height with distance, so above a group where it enters, it stays above.
+    A ray of slope ``k`` (rise over horizontal run) in a sector whose ring ``r`` needs less than
+    ``k`` can cross only columns it passes above once it is ``r`` nodes out: the walk may stop
+    there. Every figure is rounded the cautious way (margins of 1e-6 nodes), so a stop never
+    hides a node.
+    """
+    nx, nz = heights.shape
+    rings = np.int64(view_distance) + 3
+    need = np.full((HORIZON_SECTORS, rings), -np.inf)
+    scale = HORIZON_SECTORS / 4.0
+    tops = np.full(
+        ((nx + HORIZON_GROUP - 1) // HORIZON_GROUP, (nz + HORIZON_GROUP - 1) // HORIZON_GROUP), -1
+    )
+    for x in range(nx):
+        for z in range(nz):
+            gx, gz = x // HORIZON_GROUP, z // HORIZON_GROUP
+            tops[gx, gz] = max(tops[gx, gz], heights[x, z])
+    for gx in range(0, nx, HORIZON_GROUP):
+        for gz in range(0, nz, HORIZON_GROUP):
+            rise = tops[gx // HORIZON_GROUP, gz // HORIZON_GROUP] + 1 + 1e-6 - py
+            if rise <= 0.0:
+                continue  # Wholly below the eye: a rising ray passes above it.
+            x0, x1 = gx - px, min(gx + HORIZON_GROUP, nx) - px
+            z0, z1 = gz - pz, min(gz + HORIZON_GROUP, nz) - pz
+            ox = max(x0, -x1, 0.0)
+            oz = max(z0, -z1, 0.0)
+            near = np.sqrt(ox * ox + oz * oz)
+            if near > view_distance:
+                continue
+            fx = max(abs(x0), abs(x1))
+            fz = max(abs(z0), abs(z1))
+            ring = min(np.int64(np.sqrt(fx * fx + fz * fz) + 1e-6), rings - 1)
+            if near < 1e-6:
+                # Under (or touching) the eye: every direction may cross it.
+                for sector in range(HORIZON_SECTORS):
+                    need[sector, ring] = np.inf
+                continue
+            slope = rise / near
+            a00, a01 = _pseudo_angle(x0, z0), _pseudo_angle(x0, z1)
+            a10, a11 = _pseudo_angle(x1, z0), _pseudo_angle(x1, z1)
+            lo = min(min(a00, a01), min(a10, a11))
+            hi = max(max(a00, a01), max(a10, a11))
+            if hi - lo > 2.0:
+                # A group away from the eye spans less than half a turn: this one lies across
+                # the +x axis, where the angle wraps from 4 to 0.
+                a00, a01 = a00 + 4.0 * (a00 < 2.0), a01 + 4.0 * (a01 < 2.0)
+                a10, a11 = a10 + 4.0 * (a10 < 2.0), a11 + 4.0 * (a11 < 2.0)
+                lo = min(min(a00, a01), min(a10, a11))
+                hi = max(max(a00, a01), max(a10, a11))
+            first = np.int64(np.floor((lo - 1e-9) * scale))
+            last = np.int64(np.floor((hi + 1e-9) * scale))
+            for sector in range(first, last + 1):
+                sector %= HORIZON_SECTORS
+                need[sector, ring] = max(need[sector, ring], slope)
+    for sector in range(HORIZON_SECTORS):
+        for ring in range(rings - 2, -1, -1):
+            need[sector, ring] = max(need[sector, ring], need[sector, ring + 1])
+    return need
+
+
+@njit(cache=True, inline="always")
 def _grid_slab(p, d, inv, n, t_enter, t_leave, axis, a):
     """Clip the ray interval (t_enter, t_leave) to the grid's slab [0, n) on axis ``a``."""
     if d == 0.0:
@@ -378,7 +522,7 @@ def _grid_slab(p, d, inv, n, t_enter, t_leave, axis, a):
     return t_enter, min(t_leave, t1), axis
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _render_kernel(
     grid,
     light,
@@ -386,17 +530,19 @@ def _render_kernel(
     colors,
     visible,
     y_top,
+    horizon,
+    use_horizon,
     origin,
     eye,
     basis,
     pixel_rays,
+    unit_rays,
     entities,
     sky,
     view_distance,
     use_fog,
     fog_start,
-    shade,
-    light_curve,
+    factors,
     texture_strength,
     out,
 ):
@@ -406,7 +552,11 @@ def _render_kernel(
     shading pass keeps few data-dependent branches, so the CPU overlaps the pixels' chains of
     loads, divisions and roundings instead of waiting on each in turn. The per-pixel code calls
     only helpers on scalars: an inlined helper taking arrays costs atomic reference counting per
-    array and pixel. Same arithmetic as the NumPy reference.
+    array and pixel. Work that does not depend on what a ray hits is done once: the unit rays in
+    camera space per renderer (a frame rotates them, with no square root), the brightness per
+    face and light level per renderer, the fog as one multiply-add of the distance. Same
+    arithmetic as the NumPy reference. Compiled without the GIL, so threads rendering frames of
+    several worlds run side by side.
     """
     # Cell space: cell i spans [i, i + 1), so node origin + i spans [i − 0.5, i + 0.5] + origin.
     px = eye[0] - origin[0] + 0.5
@@ -432,27 +582,25 @@ def _render_kernel(
     eye_inside = 0.0 <= px < nx and 0.0 <= py < ny and 0.0 <= pz < nz
     eye_x, eye_y, eye_z = np.int64(px), np.int64(py), np.int64(pz)
     y_end = min(ny, y_top + 1)
+    rings = horizon.shape[1]
+    sector_scale = HORIZON_SECTORS / 4.0
     for row in range(height):
         start = row * width
-        # The boxes whose screen rectangle this row of rays can cross, in ascending order.
-        lo, hi = np.inf, -np.inf
-        for i in range(start, start + width):
-            lo, hi = min(lo, rays[i, 1]), max(hi, rays[i, 1])
+        # The boxes whose screen rectangle this row of rays (one up coordinate) can cross, in
+        # ascending order.
+        up = rays[start, 1]
         count = 0
         for k in range(entities.shape[0]):
-            if bounds[k, 2] <= hi and lo <= bounds[k, 3] and bounds[k, 0] <= bounds[k, 1]:
+            if bounds[k, 2] <= up <= bounds[k, 3] and bounds[k, 0] <= bounds[k, 1]:
                 ids[count] = k
                 count += 1
         for i in range(start, start + width):
             rx = rays[i, 0]
             ry = rays[i, 1]
-            dx = rx * b00 + ry * b10 + b20
-            dy = rx * b01 + ry * b11 + b21
-            dz = rx * b02 + ry * b12 + b22
-            scale = 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz)
-            dx *= scale
-            dy *= scale
-            dz *= scale
+            cu, cv, cw = unit_rays[i, 0], unit_rays[i, 1], unit_rays[i, 2]
+            dx = cu * b00 + cv * b10 + cw * b20
+            dy = cu * b01 + cv * b11 + cw * b21
+            dz = cu * b02 + cv * b12 + cw * b22
             ix, iy, iz = _inverse(dx), _inverse(dy), _inverse(dz)
             dirs[i, 0] = dx
             dirs[i, 1] = dy
@@ -486,7 +634,21 @@ def _render_kernel(
                 )
                 if 0.0 <= t_near <= t_far and t_near < hit_t:
                     hit_t, hit_k, hit_axis, hit_sign = t_near, k, axis, sign
-            # The walk through the grid, up to the entity hit (see above for why it is inline).
+            # The walk through the grid, up to the entity hit (see above for why it is inline),
+            # and for a rising ray up to where it has passed above everything (the horizon).
+            walk_t = hit_t
+            if use_horizon and dy > 0.0:
+                run = np.sqrt(dx * dx + dz * dz)
+                if run > 0.0:
+                    slope = dy / run - 1e-9
+                    sector = min(
+                        np.int64(_pseudo_angle(dx, dz) * sector_scale), HORIZON_SECTORS - 1
+                    )
+                    ring = 0
+                    while ring < rings and horizon[sector, ring] >= slope:
+                        ring += 1
+                    if ring < rings:
+                        walk_t = min(walk_t, (ring + 1e-6) / run)
             content = -1
             walk = True
             if eye_inside:
@@ -557,7 +719,7 @@ def _render_kernel(
                         break
                     index += sz
                     mz += ez
-                if t >= hit_t:
+                if t >= walk_t:
                     break
                 if visible[cells[index]]:
                     content = np.int64(cells[index])
@@ -571,10 +733,10 @@ def _render_kernel(
 
     # Pass 2, per pixel: shade what was hit; a ray that hits nothing gets the sky (clarity 0).
     p = np.array((px, py, pz))
-    # Face shade by axis and normal sign: x, x, bottom, top, z, z.
-    face = np.array((shade[0], shade[0], shade[2], shade[1], shade[3], shade[3]))
     nlx, nly, nlz = light.shape
     pixels = out.reshape(n, 3)
+    fog_scale = 1.0 / (1.0 - fog_start)
+    fog_slope = -fog_scale / view_distance
     for i in range(n):
         content = hits[i, 0]
         k = hits[i, 1]
@@ -588,19 +750,20 @@ def _render_kernel(
         t = voxel_t if voxel else boxes[i, 0]
         sign = (-1.0 if forward else 1.0) if voxel else boxes[i, 1]
         t = t if seen else 0.0
-        factor = face[2 * axis + (1 if sign > 0.0 else 0)]
+        face = 2 * axis + (1 if sign > 0.0 else 0)
         hx = px + dirs[i, 0] * t
         hy = py + dirs[i, 1] * t
         hz = pz + dirs[i, 2] * t
+        level = LIGHT_MAX
         if use_light:
             # The node in front of the face (cell space) gives the face its light.
             half = 0.5 * sign
             lx = np.int64(np.floor(hx + half * (axis == 0)))
             ly = np.int64(np.floor(hy + half * (axis == 1)))
             lz = np.int64(np.floor(hz + half * (axis == 2)))
-            inside = (0 <= lx < nlx) & (0 <= ly < nly) & (0 <= lz < nlz)
-            level = light[lx if inside else 0, ly if inside else 0, lz if inside else 0]
-            factor *= light_curve[min(level, LIGHT_MAX)] if inside else 1.0
+            if (0 <= lx < nlx) & (0 <= ly < nly) & (0 <= lz < nlz):
+                level = min(light[lx, ly, lz], LIGHT_MAX)
+        factor = factors[face, level]
         if texture_strength > 0.0 and voxel:
             u = hz if axis == 0 else hx
             v = hz if axis == 1 else hy
@@ -615,8 +778,7 @@ def _render_kernel(
             r, g, b = 0.0, 0.0, 0.0
         clarity = 1.0
         if use_fog:
-            clarity = (1.0 - t / view_distance) / (1.0 - fog_start)
-            clarity = min(max(clarity, 0.0), 1.0)
+            clarity = min(max(t * fog_slope + fog_scale, 0.0), 1.0)
         clarity = clarity if seen else 0.0
         pixels[i, 0] = _fogged(r * factor, sky[0], clarity)
         pixels[i, 1] = _fogged(g * factor, sky[1], clarity)
@@ -636,31 +798,30 @@ def _render_numpy(
     colors,
     visible,
     y_top,
+    horizon,
+    use_horizon,
     origin,
     eye,
     basis,
     pixel_rays,
+    unit_rays,
     entities,
     sky,
     view_distance,
     use_fog,
     fog_start,
-    shade,
-    light_curve,
+    factors,
     texture_strength,
     out,
 ):
     """The NumPy reference of ``_render_kernel``: the same arithmetic, vectorised over rays.
 
-    ``y_top`` is unused: the reference walks every ray to its end, with or without the hint.
+    ``y_top`` and ``horizon`` are unused: the reference walks every ray to its end, with or
+    without the hints.
     """
     dims = np.array(grid.shape)
     p = eye - origin + 0.5
-    rx = pixel_rays[..., 0].reshape(-1, 1)
-    ry = pixel_rays[..., 1].reshape(-1, 1)
-    d = rx * basis[0] + ry * basis[1] + basis[2]
-    norm = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
-    d = d * (1.0 / np.sqrt(norm))[:, None]
+    d = unit_rays[:, 0:1] * basis[0] + unit_rays[:, 1:2] * basis[1] + unit_rays[:, 2:3] * basis[2]
     n_rays = len(d)
     rays = np.arange(n_rays)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -765,12 +926,8 @@ def _render_numpy(
     hit_t = np.where(voxel, voxel_t, hit_t)
     hit_axis = np.where(voxel, axis, hit_axis)
     hit_sign = np.where(voxel, np.where(along > 0.0, -1.0, 1.0), hit_sign)
-    face_shade = np.where(
-        hit_axis == 0,
-        shade[0],
-        np.where(hit_axis == 2, shade[3], np.where(hit_sign > 0.0, shade[1], shade[2])),
-    )
-    factor = face_shade
+    face = 2 * hit_axis + (hit_sign > 0.0)
+    level = np.full(n_rays, LIGHT_MAX)
     hit_point = p + d * np.where(sky_ray, 0.0, hit_t)[:, None]
     if use_light:
         front = hit_point.copy()
@@ -778,8 +935,10 @@ def _render_numpy(
         front = np.floor(front).astype(np.int64)
         within = ((front >= 0) & (front < np.array(light.shape))).all(axis=1)
         safe = np.where(within[:, None], front, 0)
-        level = np.minimum(light[safe[:, 0], safe[:, 1], safe[:, 2]], LIGHT_MAX)
-        factor = factor * np.where(within, light_curve[level], 1.0)
+        level = np.where(
+            within, np.minimum(light[safe[:, 0], safe[:, 1], safe[:, 2]], LIGHT_MAX), level
+        )
+    factor = factors[face, level]
     if texture_strength > 0.0:
         ua = np.where(hit_axis == 0, 2, 0)
         va = np.where(hit_axis == 1, 2, 1)
@@ -797,7 +956,8 @@ def _render_numpy(
     color = base * factor[:, None]
     clarity = np.ones(n_rays)
     if use_fog:
-        clarity = np.clip((1.0 - hit_t / view_distance) / (1.0 - fog_start), 0.0, 1.0)
+        fog_scale = 1.0 / (1.0 - fog_start)
+        clarity = np.clip(hit_t * (-fog_scale / view_distance) + fog_scale, 0.0, 1.0)
     value = sky + (color - sky) * clarity[:, None]
     pixels = np.clip(np.floor(value + 0.5), 0.0, 255.0)
     pixels[sky_ray] = sky

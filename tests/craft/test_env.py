@@ -372,3 +372,40 @@ def test_registered_ids_make_vector_envs_through_gymnasium():
     single = gym.make("Craft/SmallRoom-v0")
     assert np.array_equal(obs[2], single.reset(seed=2)[0])
     envs.close()
+
+
+def _reference_frame(env):
+    """The frame drawn with no top row and no column heights: nothing skipped."""
+    sim = env.unwrapped.sim
+    player = sim.avatars[0].player
+    return sim.renderer.render(
+        sim.world.content,
+        player.eye(sim.config.eye_height),
+        player.yaw,
+        player.pitch,
+        entities=sim.entity_boxes(0),
+        light=sim.world.light,
+        origin=sim.world.origin,
+    )
+
+
+def test_frames_skip_nothing_after_digging_and_placing():
+    from omnigym.agents.scripted.chop_tree import ChopTreeScripted
+
+    env = gym.make("Craft/ChopTree-v0")
+    agent = ChopTreeScripted(env)
+    obs, info = env.reset(seed=0)
+    agent.reset(0)
+    dug = 0
+    for _ in range(400):
+        obs, reward, _, _, info = env.step(agent.act(obs, info))
+        dug += reward
+    assert dug >= 1
+    assert np.array_equal(obs, _reference_frame(env))
+    sim = env.unwrapped.sim
+    x, _, z = (int(round(c)) for c in sim.avatars[0].player.position)
+    top = int(sim.world.origin[1] + sim.world.shape[1] - 1)
+    sim.world.set(x, top, z + 2, "default:stone")  # above every tree: raises the top row
+    sim.world_changed((x, top, z + 2))
+    env.unwrapped.sim.avatars[0].player.pitch = -60.0
+    assert np.array_equal(sim.frame(0), _reference_frame(env))

@@ -344,7 +344,14 @@ def terrain_scene(seed):
     return grid, light, entities
 
 
-@pytest.mark.parametrize("options", [{"texture_strength": 0.3}, {"fog": False, "rgb": False}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"texture_strength": 0.3},
+        {"fog": False, "rgb": False},
+        {"face_shading": False, "fog_start": 0.0, "view_distance": 20.0},
+    ],
+)
 def test_numba_and_numpy_kernels_draw_identical_frames(options):
     grid, light, entities = terrain_scene(0)
     rng = np.random.default_rng(1)
@@ -427,3 +434,81 @@ def test_entities_at_the_frame_edges_and_around_the_eye_match_the_reference():
         np.testing.assert_array_equal(frame, expected)
         drawn.update(map(bytes, frame.reshape(-1, 3)))
     assert len(drawn) > 24
+
+
+def test_column_heights_track_the_highest_visible_node_of_each_column():
+    r = renderer()
+    grid = empty_grid()
+    grid[3, 0:5, 9] = STONE
+    grid[4, 11, 2] = AIR_ID + 1  # An id the tables do not make visible.
+    heights = r.column_heights(grid)
+    assert heights.shape == (17, 17) and heights.dtype == np.int32
+    assert heights[3, 9] == 4 and heights[4, 2] == -1
+    assert (np.delete(heights.ravel(), 3 * 17 + 9) == -1).all()
+    grid[3, 7, 9] = DIRT
+    r.update_column(heights, grid, 3, 9)
+    assert heights[3, 9] == 7
+    grid[3, :, 9] = AIR_ID
+    r.update_column(heights, grid, 3, 9)
+    assert heights[3, 9] == -1
+
+
+def test_heights_of_the_wrong_shape_are_refused():
+    with pytest.raises(ValueError, match="heights"):
+        renderer().render(empty_grid(), EYE, 0.0, 0.0, heights=np.zeros((17, 16), np.int32))
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_heights_hint_leaves_every_frame_unchanged(kernel):
+    grid, light, entities = terrain_scene(6)
+    grid[20, 5:15, 7] = STONE  # A thin tower and a floating slab for rays rising past them.
+    grid[5:9, 14, 20:24] = DIRT
+    r = renderer(width=40, height=24, kernel=kernel)
+    heights = r.column_heights(grid)
+    raised = heights + np.random.default_rng(8).integers(0, 3, heights.shape).astype(np.int32)
+    rng = np.random.default_rng(7)
+    eyes = [
+        np.array([15.2, 9.7, 15.9]),
+        np.array([19.5, 8.5, 6.5]),  # On the corner of four columns, beside the tower.
+        np.array([7.0, 12.2, 22.0]),  # Under the slab.
+        np.array([-5.0, 9.0, 40.0]),  # Outside the grid.
+        np.array([-6.5, 4.0, 13.5]),  # Outside, level with column edges along z.
+    ]
+    for i in range(20):
+        eye, yaw, pitch = eyes[i % 5], rng.uniform(0.0, 360.0), rng.uniform(-85.0, 20.0)
+        kwargs = {"entities": entities if i % 2 else None, "light": light}
+        expected = r.render(grid, eye, yaw, pitch, **kwargs)
+        np.testing.assert_array_equal(
+            r.render(grid, eye, yaw, pitch, heights=heights, **kwargs), expected
+        )
+        np.testing.assert_array_equal(
+            r.render(grid, eye, yaw, pitch, heights=raised, **kwargs), expected
+        )
+
+
+def test_numba_kernel_stops_rising_rays_at_the_heights_hint():
+    grid = empty_grid()
+    grid[8, 12, 12] = STONE  # A floating block ahead of the eye, 45° up.
+    low = np.full((17, 17), -1, dtype=np.int32)
+    up = {"yaw": 0.0, "pitch": -45.0}
+    numba = renderer(kernel="numba")
+    assert (centre(numba.render(grid, EYE, **up)) != SKY).any()
+    assert (centre(numba.render(grid, EYE, heights=numba.column_heights(grid), **up)) != SKY).any()
+    # A height below the truth hides what stands above it; the reference ignores the hint.
+    np.testing.assert_array_equal(centre(numba.render(grid, EYE, heights=low, **up)), SKY)
+    numpy = renderer(kernel="numpy")
+    assert (centre(numpy.render(grid, EYE, heights=low, **up)) != SKY).any()
+
+
+def test_heights_hint_keeps_a_tower_just_across_the_plus_x_axis():
+    # The eye sits level with the edge between two groups of columns of the horizon, where
+    # the direction angle wraps around; the tower's group touches that edge.
+    grid = empty_grid()
+    grid[3, 0:11, 6:8] = STONE
+    eye = np.array([-4.5, 2.0, 7.5])
+    r = renderer(width=24, height=24, kernel="numba")
+    heights = r.column_heights(grid)
+    for yaw in (255.0, 260.0, 265.0, 270.0):
+        expected = r.render(grid, eye, yaw, -20.0)
+        assert (expected != SKY).any(axis=-1).sum() > 20
+        np.testing.assert_array_equal(r.render(grid, eye, yaw, -20.0, heights=heights), expected)
