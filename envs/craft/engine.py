@@ -343,21 +343,11 @@ class World:
         """Content ids of the box of nodes ``center ± radii`` (``(rx, ry, rz)``), laid out
         ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid. Equal to
         ``render.crop_voxels(content, center, radii, origin)``."""
-        zyx = self.content_zyx()
-        size, src, dst = [], [], []
-        for axis, (c, r) in enumerate(zip(center, radii, strict=True)):
-            n = 2 * int(r) + 1
-            lo = int(c) - int(r) - int(self.origin[axis])
-            start, stop = max(lo, 0), min(lo + n, self.content.shape[axis])
-            size.append(n)
-            src.append(slice(start, max(start, stop)))
-            dst.append(slice(start - lo, max(start, stop) - lo))
-        inside = zyx[src[2], src[1], src[0]]
-        if inside.shape == (size[2], size[1], size[0]):
-            return inside.copy()
-        out = np.full((size[2], size[1], size[0]), IGNORE, dtype=np.uint16)
-        out[dst[2], dst[1], dst[0]] = inside
-        return out
+        rx, ry, rz = (int(r) for r in radii)
+        cx, cy, cz = (int(c) for c in center)
+        ox, oy, oz = (int(o) for o in self.origin)
+        out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=np.uint16)
+        return _crop_zyx(self.content_zyx(), cz - rz - oz, cy - ry - oy, cx - rx - ox, out, IGNORE)
 
 
 @njit(cache=True)
@@ -408,6 +398,25 @@ def _light_kernel(content, passes, sun_passes, source, sunlight, light):
                         cid = content[nx, ny, nz]
                         if cid < n_ids and passes[cid] and light[nx, ny, nz] < level - 1:
                             light[nx, ny, nz] = level - 1
+
+
+@njit(cache=True, nogil=True)
+def _crop_zyx(zyx, z0, y0, x0, out, fill):
+    """Copies ``zyx[z0:, y0:, x0:]`` into ``out`` (same layout), ``fill`` outside the grid."""
+    nz, ny, nx = out.shape
+    sz, sy, sx = zyx.shape
+    for i in range(nz):
+        z = z0 + i
+        for j in range(ny):
+            y = y0 + j
+            if z < 0 or z >= sz or y < 0 or y >= sy:
+                for k in range(nx):
+                    out[i, j, k] = fill
+                continue
+            for k in range(nx):
+                x = x0 + k
+                out[i, j, k] = zyx[z, y, x] if 0 <= x < sx else fill
+    return out
 
 
 def node_at(position: Iterable[float]) -> tuple[int, int, int]:
