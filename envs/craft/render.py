@@ -32,6 +32,7 @@ index ``i`` holds node ``origin + i``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -164,6 +165,26 @@ class RenderOptions:
         return (self.height, self.width)
 
 
+@functools.lru_cache(maxsize=16)
+def _shared_tables(key: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read-only tables of a renderer, shared by every renderer with the same colours, visibility
+    and camera (a vector env's 64 worlds then keep one copy in cache, not 64): colour and
+    visibility padded to every uint16 id, so the kernel never indexes out of them, and the
+    pixel rays."""
+    colors_bytes, visible_bytes, width, height, fov = key
+    colors = np.frombuffer(colors_bytes, dtype=np.uint8).reshape(-1, 3)
+    visible = np.frombuffer(visible_bytes, dtype=np.bool_)
+    padded_colors = np.zeros((N_CONTENT_IDS, 3), dtype=np.float64)
+    padded_colors[: len(colors)] = colors
+    padded_visible = np.zeros(N_CONTENT_IDS, dtype=np.bool_)
+    padded_visible[: len(visible)] = visible
+    pixel_rays = _pixel_rays(RenderOptions(width=width, height=height, fov=fov))
+    unit_rays = _unit_rays(pixel_rays)
+    for table in (padded_colors, padded_visible, pixel_rays, unit_rays):
+        table.flags.writeable = False
+    return padded_colors, padded_visible, pixel_rays, unit_rays
+
+
 class Renderer:
     """Draws first-person frames of a voxel grid.
 
@@ -182,13 +203,9 @@ class Renderer:
         if visible.shape != (len(colors),):
             raise ValueError(f"visible must have shape ({len(colors)},), got {visible.shape}")
         self.options = options
-        # Padded to every uint16 id so the kernel never indexes out of the tables.
-        self._colors = np.zeros((N_CONTENT_IDS, 3), dtype=np.float64)
-        self._colors[: len(colors)] = colors
-        self._visible = np.zeros(N_CONTENT_IDS, dtype=np.bool_)
-        self._visible[: len(visible)] = visible
-        self._pixel_rays = _pixel_rays(options)
-        self._unit_rays = _unit_rays(self._pixel_rays)
+        key = (colors.astype(np.uint8).tobytes(), visible.tobytes(), options.width, options.height)
+        key += (options.fov,)
+        self._colors, self._visible, self._pixel_rays, self._unit_rays = _shared_tables(key)
         if options.face_shading:
             shade = (FACE_SHADE_X, FACE_SHADE_TOP, FACE_SHADE_BOTTOM, FACE_SHADE_Z)
         else:
@@ -437,7 +454,7 @@ def _pseudo_angle(x, z):
     return 2.0 - z / (-x - z) if x < 0.0 else 3.0 + x / (x - z)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _horizon(heights, px, py, pz, view_distance):
     """Per sector of directions around the eye and per ring of distance (cell space), the
     steepest slope a rising ray needs to pass above the columns of that sector reaching that far

@@ -27,9 +27,10 @@ Python around small Numba kernels; a batched kernel would duplicate them). ``inf
 env's all-zero placeholder would cost 423 kB per world per step here), and not the per-step
 ``task`` counters; the final step's ``success``, ``normalized_score`` and ``metrics`` are the
 single env's (with ``SAME_STEP``, ``final_info`` is the single env's whole final info, less the
-placeholder). With ``render_threads > 1`` frames are drawn by that many threads, one contiguous
-block of worlds each; each frame is computed exactly as with one thread, so results are
-bit-identical, and the threads overlap only where the render kernel releases the GIL.
+placeholder). With ``render_threads > 1`` a pool of that many threads draws each world's frame
+as soon as the world has stepped, while the calling thread steps the next worlds: stepping is
+Python that holds the GIL, drawing is mostly the Numba kernel, which releases it. Each frame is
+computed exactly as with one thread (worlds share nothing), so results are bit-identical.
 """
 
 from __future__ import annotations
@@ -180,11 +181,7 @@ class CraftVectorEnv(VectorEnv):
         self._started = False
         self._achievements = False
         threaded = render_threads > 1 and self.obs_mode != "voxels"
-        self._pool = ThreadPoolExecutor(render_threads - 1) if threaded else None
-        bounds = np.linspace(0, self.num_envs, render_threads + 1).astype(int)
-        self._blocks = [
-            range(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo
-        ]
+        self._pool = ThreadPoolExecutor(render_threads) if threaded else None
 
     # ---- gymnasium API ----------------------------------------------------------------------
 
@@ -228,7 +225,8 @@ class CraftVectorEnv(VectorEnv):
         terminations = np.zeros(n, dtype=bool)
         truncations = np.zeros(n, dtype=bool)
         infos = self._step_infos()
-        to_draw = []
+        to_draw: list[int] = []
+        drawing = []  # with a thread pool, world i is drawn while the next worlds step
         raw_actions = self._raw_actions
         frameskip = self.frameskip
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
@@ -250,7 +248,7 @@ class CraftVectorEnv(VectorEnv):
             truncations[i] = truncated
             if not (terminated or truncated):
                 self._fill_info(i, infos)
-                to_draw.append(i)
+                self._schedule(obs, i, to_draw, drawing)
                 continue
             final = env.task.final_info(sim, float(self._returns[i]))
             if same_step:
@@ -265,8 +263,10 @@ class CraftVectorEnv(VectorEnv):
             else:
                 self._fill_info(i, infos)
                 self._add_info(infos, final, i)
-                to_draw.append(i)
+                self._schedule(obs, i, to_draw, drawing)
         self._draw(obs, to_draw)
+        for future in drawing:
+            future.result()
         if not same_step:
             self._autoreset = terminations | truncations
         return obs, rewards, terminations, truncations, infos
@@ -324,30 +324,21 @@ class CraftVectorEnv(VectorEnv):
             obs["rgb"] = sim.frame(0)
         return obs
 
-    def _draw(self, obs, worlds: list[int]) -> None:
-        """Writes the observation of each world in ``worlds`` into ``obs``; with a thread pool,
-        the frames are drawn by ``render_threads`` threads, one block of worlds each."""
+    def _schedule(self, obs, i: int, to_draw: list[int], drawing: list) -> None:
+        """Draws world i now on a pool thread (overlapping the next worlds' steps, which hold
+        the GIL, with its frame, which mostly does not), or queues it for ``_draw``."""
         if self._pool is None:
-            for i in worlds:
-                self._write(obs, i, self._observe(i))
-            return
-        frames = obs["rgb"] if isinstance(obs, dict) else obs
-        if isinstance(obs, dict):  # obs_mode "both": the voxel entries first
-            for i in worlds:
-                for key, value in self.envs[i].sim.voxels(0, self.radii).items():
-                    obs[key][i] = value
-        chosen = np.zeros(self.num_envs, dtype=bool)
-        chosen[worlds] = True
+            to_draw.append(i)
+        else:
+            drawing.append(self._pool.submit(self._write_observation, obs, i))
 
-        def draw(block: range) -> None:
-            for i in block:
-                if chosen[i]:
-                    frames[i] = self.envs[i].sim.frame(0)
+    def _write_observation(self, obs, i: int) -> None:
+        self._write(obs, i, self._observe(i))
 
-        pending = [self._pool.submit(draw, block) for block in self._blocks[1:]]
-        draw(self._blocks[0])
-        for future in pending:
-            future.result()
+    def _draw(self, obs, worlds: list[int]) -> None:
+        """Writes the observation of each world in ``worlds`` into ``obs``."""
+        for i in worlds:
+            self._write(obs, i, self._observe(i))
 
     def _step_infos(self) -> dict[str, Any]:
         n = self.num_envs
