@@ -55,7 +55,7 @@ MAX_ENTITY_ROWS = 32
 _NO_CONTROLS = Controls()
 
 
-@dataclass
+@dataclass(slots=True)
 class FrameEvents:
     """What happened to one player during one frame; tasks score frames from these."""
 
@@ -272,11 +272,9 @@ class CraftSim:
         player = avatar.player
         if turn[0] or turn[1]:
             player.look(turn[0], turn[1], config.pitch_limit)
-        before = player.position.copy()
+        x0, z0 = player.position[0], player.position[2]
         result = step_player(self.world, player, controls, config, self.kernel)
-        avatar.distance += math.hypot(
-            player.position[0] - before[0], player.position[2] - before[2]
-        )
+        avatar.distance += math.hypot(player.position[0] - x0, player.position[2] - z0)
         if player.position[1] < avatar.min_y:
             avatar.min_y = float(player.position[1])
         if result.fall_damage:
