@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import yaml
 
-from omnigym.envs.craft.digging import ToolTable, dig_frame, place, pointed_node
+from omnigym.envs.craft.digging import dig_frame, place, pointed_node
 from omnigym.envs.craft.engine import (
     AIR,
     DATA_DIR,
@@ -16,24 +16,8 @@ from omnigym.envs.craft.engine import (
     World,
     node_at,
 )
-from omnigym.envs.craft.physics import PhysicsConfig
 
 FLOOR_TOP = 4.5
-
-
-@pytest.fixture(scope="module")
-def materials():
-    return MaterialTable.load()
-
-
-@pytest.fixture(scope="module")
-def tools():
-    return ToolTable.load()
-
-
-@pytest.fixture(scope="module")
-def config():
-    return PhysicsConfig.load()
 
 
 def flat_world(materials):

@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from omnigym.envs.craft.digging import ToolTable
-from omnigym.envs.craft.engine import MaterialTable, Player, World
+from omnigym.envs.craft.engine import Player, World
 from omnigym.envs.craft.entities import (
     Entities,
     EntityContext,
@@ -16,24 +15,8 @@ from omnigym.envs.craft.entities import (
     PlayerHurt,
     Spider,
 )
-from omnigym.envs.craft.physics import PhysicsConfig
 
 FLOOR_TOP = 4.5  # feet height of a body standing on the floor layer y = 4
-
-
-@pytest.fixture(scope="module")
-def materials():
-    return MaterialTable.load()
-
-
-@pytest.fixture(scope="module")
-def config():
-    return PhysicsConfig.load()
-
-
-@pytest.fixture(scope="module")
-def tools():
-    return ToolTable.load()
 
 
 def flat_world(materials, half=20):

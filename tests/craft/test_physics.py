@@ -5,20 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from omnigym.envs.craft.engine import MaterialTable, Player, World
+from omnigym.envs.craft.engine import Player, World
 from omnigym.envs.craft.physics import Controls, PhysicsConfig, camera_turn, step_player
 
 FLOOR_TOP = 4.5  # feet height of a player standing on the floor layer y = 4
-
-
-@pytest.fixture(scope="module")
-def materials():
-    return MaterialTable.load()
-
-
-@pytest.fixture(scope="module")
-def config():
-    return PhysicsConfig.load()
 
 
 def flat_world(materials, size=24):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from omnigym.envs.craft.engine import AIR, LIGHT_SUN, MaterialTable, World
+from omnigym.envs.craft.engine import AIR, LIGHT_SUN, World
 from omnigym.envs.craft.terrain import (
     TerrainConfig,
     generate_forest,
@@ -20,11 +20,6 @@ TRUNKS = (
     "default:acacia_tree",
     "default:aspen_tree",
 )
-
-
-@pytest.fixture(scope="module")
-def materials():
-    return MaterialTable.load()
 
 
 @pytest.fixture(scope="module")
