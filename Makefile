@@ -35,6 +35,7 @@ test: $(STAMP) stockfish
 bench: $(STAMP) stockfish
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
 	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
+	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

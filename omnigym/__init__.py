@@ -13,6 +13,7 @@ from omnigym import agents as _generic_agents  # noqa: F401  (registers "random"
 from omnigym.agent import Agent, list_agents, make_agent, register_agent
 from omnigym.envs import craft as _craft  # noqa: F401  (registers Craft/*)
 from omnigym.envs import lmrl as _lmrl  # noqa: F401  (registers LMRL/*)
+from omnigym.envs import safety as _safety  # noqa: F401  (registers Safe/*)
 from omnigym.registry import EnvInfo, UnknownEnvError, list_envs, make, make_aec, register, spec
 
 __version__ = "0.1.0"
