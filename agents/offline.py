@@ -1,0 +1,226 @@
+"""What the offline safe-RL agents share: datasets in, small torch networks, checkpoints out.
+
+The agents of the Safe family (``bc.py``, ``bcq_lag.py``, ``cdt.py``, ``fisor.py``, ``sdqc.py``;
+spec safety.md §6–§7) follow OSRL's and the papers' algorithms, each in one readable file. This
+module holds only the plumbing they would otherwise each write again:
+
+- ``as_dataset(path_or_dict, env=None)``: a DSRL-format dataset (``omnigym.envs.safety.dsrl``)
+  from an HDF5 path or an already loaded dict, checked against the env's spaces;
+- ``Batches``: the dataset's transitions as float32 torch tensors, with seeded minibatches;
+- ``mlp``, ``GaussianPolicy``: the networks (a tanh-squashed Gaussian whose mean is the
+  deterministic action, as in IQL/FISOR's weighted behaviour cloning);
+- ``OfflineAgent``: the agent protocol of DESIGN §3 for these agents — ``learn(dataset,
+  budget)`` (budget = gradient updates), ``act(observation, info)``, ``reset(seed)``, and
+  ``save``/``load`` of state dicts plus a JSON config (read with ``weights_only=True``).
+
+Everything runs on the CPU with ``torch.set_num_threads`` left to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from omnigym.envs.safety.dsrl import load_dataset
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "weights.pt"
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+
+def as_dataset(dataset: str | os.PathLike | Mapping[str, np.ndarray], env: Any = None) -> dict:
+    """A DSRL dataset dict from an HDF5 path (loaded and checked) or a dict (checked shapes)."""
+    if isinstance(dataset, str | os.PathLike):
+        return load_dataset(dataset, env=env)
+    data = {key: np.asarray(value) for key, value in dataset.items()}
+    if env is not None:
+        expected = {
+            "observations": env.observation_space.shape,
+            "actions": env.action_space.shape,
+        }
+        for key, shape in expected.items():
+            found = data[key].shape[1:]
+            if tuple(found) != tuple(shape):
+                raise ValueError(f"{key} rows have shape {tuple(found)}, expected {tuple(shape)}")
+    return data
+
+
+class Batches:
+    """Transitions of a dataset as float32 tensors; ``sample(n)`` draws a seeded minibatch.
+
+    Keys: ``obs``, ``next_obs``, ``actions``, ``rewards``, ``costs``, ``dones`` (terminal flags;
+    time-outs are not terminal, as in DSRL).
+    """
+
+    def __init__(self, data: Mapping[str, np.ndarray], seed: int = 0):
+        def tensor(key: str) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(data[key], dtype=np.float32))
+
+        self.obs = tensor("observations")
+        self.next_obs = tensor("next_observations")
+        self.actions = tensor("actions")
+        self.rewards = tensor("rewards")
+        self.costs = tensor("costs")
+        self.dones = tensor("terminals")
+        self.size = len(self.obs)
+        if self.size == 0:
+            raise ValueError("the dataset has no transitions")
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def sample(self, batch_size: int) -> dict[str, torch.Tensor]:
+        index = torch.randint(self.size, (batch_size,), generator=self.generator)
+        return {
+            "obs": self.obs[index],
+            "next_obs": self.next_obs[index],
+            "actions": self.actions[index],
+            "rewards": self.rewards[index],
+            "costs": self.costs[index],
+            "dones": self.dones[index],
+        }
+
+
+def mlp(sizes: Sequence[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear layers of ``sizes`` with ``activation`` between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+class GaussianPolicy(nn.Module):
+    """A state-conditioned Gaussian squashed by tanh into [−1, 1]; ``mean_action`` is the
+    deterministic action, ``log_prob`` the density of a dataset action (for weighted BC)."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int] = (256, 256)):
+        super().__init__()
+        self.body = mlp([obs_dim, *hidden, 2 * act_dim])
+        self.act_dim = act_dim
+
+    def _moments(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.body(obs).split(self.act_dim, dim=-1)
+        return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self._moments(obs)[0])
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        mean, log_std = self._moments(obs)
+        noise = torch.randn(mean.shape, generator=generator)
+        return torch.tanh(mean + log_std.exp() * noise)
+
+    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        mean, log_std = self._moments(obs)
+        clipped = actions.clamp(-0.999, 0.999)
+        pre_tanh = torch.atanh(clipped)
+        normal = torch.distributions.Normal(mean, log_std.exp())
+        correction = torch.log1p(-clipped.pow(2) + 1e-6)
+        return (normal.log_prob(pre_tanh) - correction).sum(-1)
+
+
+class OfflineAgent:
+    """Base of the offline safe agents: config, seeding, checkpoints and the act loop.
+
+    Subclasses set ``name``, build their networks in ``build(obs_dim, act_dim)`` (stored in
+    ``self.modules``, a dict name → ``nn.Module``), train in ``train(data, budget)`` and answer
+    ``policy_action(obs_tensor) -> np.ndarray``. ``config`` holds every constructor argument
+    (JSON-serialisable), so ``load`` rebuilds the same networks.
+    """
+
+    name = "offline"
+
+    def __init__(self, env: Any = None, seed: int = 0, **config: Any):
+        self.env = env
+        self.seed = int(seed)
+        self.config = dict(config)
+        self.modules: dict[str, nn.Module] = {}
+        self.dims: tuple[int, int] | None = None
+        self.updates = 0
+        if env is not None:
+            self.dims = (
+                int(np.prod(env.observation_space.shape)),
+                int(np.prod(env.action_space.shape)),
+            )
+        self.rng = np.random.default_rng(self.seed)
+
+    # ---- subclass hooks ---------------------------------------------------------------------
+
+    def build(self, obs_dim: int, act_dim: int) -> None:
+        raise NotImplementedError
+
+    def train(self, data: dict[str, np.ndarray], budget: int) -> None:
+        raise NotImplementedError
+
+    def policy_action(self, obs: torch.Tensor) -> np.ndarray:
+        raise NotImplementedError
+
+    # ---- protocol ---------------------------------------------------------------------------
+
+    def learn(self, dataset: Any, budget: int) -> OfflineAgent:
+        """Trains for ``budget`` gradient updates on a DSRL dataset (path or dict)."""
+        if not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"budget must be a non-negative int, got {budget!r}")
+        data = as_dataset(dataset, self.env)
+        dims = (data["observations"].shape[1], data["actions"].shape[1])
+        if not self.modules:
+            torch.manual_seed(self.seed)
+            self.dims = dims
+            self.build(*dims)
+        elif dims != self.dims:
+            raise ValueError(f"dataset dimensions {dims} differ from the agent's {self.dims}")
+        self.train(data, budget)
+        self.updates += budget
+        return self
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: Any, info: Mapping[str, Any]) -> np.ndarray:
+        if not self.modules:
+            raise RuntimeError(f"{type(self).__name__}.act() before learn() or load()")
+        obs = torch.as_tensor(np.asarray(observation, dtype=np.float32)).reshape(1, -1)
+        with torch.no_grad():
+            action = self.policy_action(obs)
+        return np.clip(np.asarray(action, dtype=np.float32).reshape(-1), -1.0, 1.0)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Writes ``config.json`` and ``weights.pt`` (state dicts) into folder ``path``."""
+        if not self.modules:
+            raise RuntimeError(f"{type(self).__name__}.save() before learn() or load()")
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save({k: m.state_dict() for k, m in self.modules.items()}, folder / WEIGHTS_FILE)
+        record = {
+            "agent": self.name,
+            "seed": self.seed,
+            "dims": list(self.dims),
+            "updates": self.updates,
+            "config": self.config,
+        }
+        (folder / CONFIG_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
+        return folder
+
+    def load(self, path: str | os.PathLike) -> OfflineAgent:
+        """Rebuilds the networks of a ``save``d folder and reads their weights."""
+        folder = Path(path)
+        record = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        if record["agent"] != self.name:
+            raise ValueError(f"{folder} holds a {record['agent']} agent, not {self.name}")
+        self.config = dict(record["config"])
+        self.seed = int(record["seed"])
+        self.updates = int(record["updates"])
+        self.dims = tuple(record["dims"])
+        self.modules = {}
+        self.build(*self.dims)
+        states = torch.load(folder / WEIGHTS_FILE, weights_only=True)
+        for key, module in self.modules.items():
+            module.load_state_dict(states[key])
+        return self
