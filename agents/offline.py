@@ -7,6 +7,8 @@ module holds only the plumbing they would otherwise each write again:
 - ``as_dataset(path_or_dict, env=None)``: a DSRL-format dataset (``omnigym.envs.safety.dsrl``)
   from an HDF5 path or an already loaded dict, checked against the env's spaces;
 - ``Batches``: the dataset's transitions as float32 torch tensors, with seeded minibatches;
+- ``resolve_target_cost``, ``check_positive``, ``check_hidden``: argument checks whose
+  ``ValueError`` names the argument;
 - ``mlp``, ``GaussianPolicy``: the networks (a tanh-squashed Gaussian whose mean is the
   deterministic action, as in IQL/FISOR's weighted behaviour cloning);
 - ``OfflineAgent``: the agent protocol of DESIGN §3 for these agents — ``learn(dataset,
@@ -19,6 +21,7 @@ Everything runs on the CPU with ``torch.set_num_threads`` left to the caller.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from omnigym.envs.safety.core import check_target_cost
 from omnigym.envs.safety.dsrl import load_dataset
 
 CONFIG_FILE = "config.json"
@@ -50,6 +54,33 @@ def as_dataset(dataset: str | os.PathLike | Mapping[str, np.ndarray], env: Any =
             if tuple(found) != tuple(shape):
                 raise ValueError(f"{key} rows have shape {tuple(found)}, expected {tuple(shape)}")
     return data
+
+
+def resolve_target_cost(env: Any, target_cost: float | None) -> float:
+    """κ for an agent: ``target_cost`` when given, else the env's, checked (≥ 0)."""
+    if target_cost is None:
+        if env is None:
+            raise ValueError("target_cost is required when no env is given")
+        target_cost = env.unwrapped.target_cost
+    return check_target_cost(target_cost)
+
+
+def check_positive(name: str, value: Any, integer: bool = False) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is a number (an int if ``integer``) > 0."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
+        noun = "int" if integer else "number"
+        raise ValueError(f"{name} must be a positive {noun}, got {value!r}")
+
+
+def check_hidden(hidden: Any) -> list[int]:
+    """``hidden`` (MLP widths) as a list of positive ints, else ``ValueError`` naming it."""
+    widths = list(hidden) if isinstance(hidden, Sequence) and not isinstance(hidden, str) else []
+    if not widths or any(
+        isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1 for w in widths
+    ):
+        raise ValueError(f"hidden must be a non-empty list of positive ints, got {hidden!r}")
+    return [int(w) for w in widths]
 
 
 class Batches:

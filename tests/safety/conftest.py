@@ -1,4 +1,5 @@
-"""Fixtures the Safe tests share: small DSRL-format datasets rolled out in the real envs."""
+"""Fixtures the Safe tests share: small DSRL-format datasets rolled out in the real envs, and
+one torch thread for the agents' tiny networks."""
 
 import numpy as np
 import pytest
@@ -41,3 +42,18 @@ def rollout_dataset(env_id, episodes=4, seed=0, horizon=None, noise=1.0):
 def point_goal_data():
     """Six 60-step episodes of Safe/PointGoal1-v0 under random actions."""
     return rollout_dataset("Safe/PointGoal1-v0", episodes=6, seed=0, horizon=60)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Tiny networks: with two intra-op threads on a shared 2-core machine the thread hand-offs
+    cost more than the arithmetic (10x slower measured), so the Safe tests train on one."""
+    try:
+        import torch
+    except ImportError:  # the env and data tests need no torch
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
