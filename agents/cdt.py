@@ -37,8 +37,8 @@ Departures from the paper, each deliberate:
   right and left out of the loss (causality makes the padding invisible to the real steps), so
   no attention padding mask is needed;
 - the evaluator's loop gives ``act`` the step's ``info`` only: the cost comes from
-  ``info["cost"]``, the reward from ``info["reward"]`` where the environment provides it; without
-  it the reward-to-go stays at its target.
+  ``info["cost"]``, the reward from ``info["reward"]`` (the Safe envs repeat it there); with an
+  environment that does not, the reward-to-go stays at its target.
 """
 
 from __future__ import annotations

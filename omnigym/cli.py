@@ -88,7 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     dataset.add_argument("env_id")
     dataset.add_argument("--episodes", type=_positive, help="default: the family's default size")
     dataset.add_argument("--seed", type=int, default=0)
-    dataset.add_argument("--out", type=Path, required=True, help="FILE.jsonl or FILE.jsonl.gz")
+    dataset.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="LMRL: FILE.jsonl[.gz]; Safe: DIR (DSRL file name) or FILE.hdf5",
+    )
     dataset.set_defaults(handler=_dataset)
 
     play = commands.add_parser("play", help="play a text environment in the terminal")

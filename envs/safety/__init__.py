@@ -4,6 +4,7 @@ Importing this package registers the ``Safe/`` ids; the task modules (and Numba)
 only when an environment is made. Every task returns ``info["cost"]`` on each step and publishes
 ``env.unwrapped.obs_groups`` (``robot``, ``reward``, ``cost`` slices of the flat observation);
 the final step carries ``info["metrics"]`` and ``info["success"]`` at the env's ``target_cost``.
+Every id has an offline dataset (``omnigym dataset Safe/... --out DIR``, see ``datasets.py``).
 """
 
 from omnigym.registry import EnvInfo, register
@@ -63,5 +64,6 @@ for _id, _entry, _kwargs, _description in _entries():
             paper=_PAPER,
             description=_description,
             kwargs=_kwargs,
+            dataset=_MODULE + "datasets:write_dataset_for",
         )
     )

@@ -157,10 +157,15 @@ class SafeEnv(gym.Env):
         self._episode_cost += cost
         self._episode_return += reward
         truncated = self._steps >= self.horizon
-        info = {"cost": cost}
+        # The reward is repeated in ``info`` for agents that condition on returns-to-go (CDT):
+        # the agent protocol hands them only ``(observation, info)``.
+        info = {"cost": cost, "reward": reward}
         if truncated:
-            info["metrics"] = self.episode_metrics()
+            metrics = self.episode_metrics()
+            info["metrics"] = metrics
             info["success"] = self._episode_cost <= self.target_cost
+            if "normalized_score" in metrics:
+                info["normalized_score"] = metrics["normalized_score"]
         return observation, reward, False, truncated, info
 
     def episode_metrics(self) -> dict[str, float]:

@@ -351,7 +351,18 @@ def test_final_step_reports_cost_metrics_and_success():
     assert info["metrics"]["episode_cost"] == total
     assert info["metrics"]["normalized_cost"] == pytest.approx(total / 5.0)
     assert info["success"] == (total <= 5.0)
-    assert "normalized_reward" not in info["metrics"]
+    references = core.load_references()["Safe/PointCircle2-v0"]
+    low, high = references["min_reward"], references["max_reward"]
+    expected = (info["metrics"]["episode_return"] - low) / (high - low)
+    assert info["metrics"]["normalized_reward"] == pytest.approx(expected)
+    assert info["normalized_score"] == pytest.approx(100 * expected)
+
+
+def test_step_info_repeats_the_reward_for_return_conditioned_agents():
+    env = GoalEnv()
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.array([1.0, 0.0], dtype=np.float32))
+    assert info["reward"] == reward and info["cost"] in (0.0, 1.0)
 
 
 def test_zero_target_cost_normalizes_with_epsilon_one():
