@@ -63,10 +63,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from omnigym.agents import fisor
+from omnigym.agents.fisor import expectile_loss
 from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, mlp
 
 DEFAULT_BUDGET = 7_000
-H_UNSAFE, H_SAFE = 25.0, -1.0
 REWARD_WEIGHT_CLIP, COST_WEIGHT_CLIP = 100.0, 150.0
 ENCODERS = ("atn", "mlp")
 REWARD, TRANSITION, COST = 0, 1, 2  # the policy codes of ``choose_policy``
@@ -75,19 +76,12 @@ REWARD, TRANSITION, COST = 0, 1, 2  # the policy codes of ``choose_policy``
 # ---- the pieces of the loss, as pure functions -----------------------------------------------
 
 
-def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
-    """Asymmetric squared loss of ``diff = target − prediction`` (IQL's expectile regression)."""
-    weight = torch.where(diff > 0, expectile, 1.0 - expectile)
-    return (weight * diff.pow(2)).mean()
-
-
 def feasibility_target(
     costs: torch.Tensor, next_v: torch.Tensor, dones: torch.Tensor, gamma: float
 ) -> torch.Tensor:
-    """FISOR's discounted Hamilton–Jacobi target (1 − γ)h + γ·max(h, V_h(s′)); h at terminals."""
-    h = torch.where(costs > 0, H_UNSAFE, H_SAFE)
-    bootstrap = (1.0 - gamma) * h + gamma * torch.maximum(h, next_v)
-    return torch.where(dones > 0, h, bootstrap)
+    """FISOR's discounted Hamilton–Jacobi target (1 − γ)h + γ·max(h, V_h(s′)), h at terminals,
+    from the raw costs (h = +25 where cost > 0, else −1)."""
+    return fisor.feasibility_target(fisor.cost_to_h(costs), next_v, dones, gamma)
 
 
 def q_distance(
