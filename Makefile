@@ -36,6 +36,7 @@ bench: $(STAMP) stockfish
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
 	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
 	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
+	$(BIN)/python benchmarks/safe_datasets.py > benchmarks/results/safe_datasets.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
