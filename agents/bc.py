@@ -101,6 +101,7 @@ class BCSafe(BCAll):
     """
 
     name = "bc_safe"
+    target_cost_use = "train"
 
     def __init__(
         self,

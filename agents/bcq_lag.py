@@ -198,6 +198,7 @@ class BCQLag(OfflineAgent):
     """
 
     name = "bcq_lag"
+    target_cost_use = "train"
 
     def __init__(
         self,

@@ -174,6 +174,7 @@ class CDTLite(OfflineAgent):
     """
 
     name = "cdt"
+    target_cost_use = "act"
 
     def __init__(
         self,

@@ -15,10 +15,12 @@ An agent with ``save(path)`` and ``load(path)`` is saved after training under
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +51,20 @@ class RunOutput:
     scorecard_json: Path
     scorecard_md: Path
     report_html: Path
+    summary: str | None = None  # Markdown printed after the run (default: the scorecard table)
 
 
 def total_episodes(scenario: Scenario) -> int:
     """How many episodes the scenario plays in all."""
-    return len(scenario.envs) * len(scenario.agents) * len(scenario.seeds) * scenario.episodes
+    pairs = sum(agent.runs_on(env.id) for env in scenario.envs for agent in scenario.agents)
+    return pairs * len(scenario.seeds) * scenario.episodes
+
+
+def scenario_runner(scenario: Scenario) -> Any:
+    """The module that runs ``scenario``: its ``runner:`` or this one."""
+    if scenario.runner is None:
+        return sys.modules[__name__]
+    return importlib.import_module(scenario.runner)
 
 
 def run_scenario(
@@ -69,6 +80,8 @@ def run_scenario(
     with EpisodeStore(out) as store:
         for env in scenario.envs:
             for agent in scenario.agents:
+                if not agent.runs_on(env.id):
+                    continue
                 records += _evaluate_agent(scenario, env, agent, store, on_episode, out)
     return write_outputs(records, out, title=scenario.name)
 

@@ -211,12 +211,13 @@ def _run(args: argparse.Namespace) -> int:
     folder = args.out or (Path(scenario.out) if scenario.out else None)
     if folder is None:
         raise UsageError(f"{args.scenario}: no output folder: give --out or set out: in the file")
-    from omnigym.evaluators.runner import run_scenario, total_episodes
+    from omnigym.evaluators.runner import scenario_runner
     from omnigym.evaluators.scorecard import format_table
 
-    with _progress(total_episodes(scenario), scenario.name) as advance:
-        output = run_scenario(scenario, folder, on_episode=advance)
-    print(format_table(output.scorecard))
+    runner = scenario_runner(scenario)
+    with _progress(runner.total_episodes(scenario), scenario.name) as advance:
+        output = runner.run_scenario(scenario, folder, on_episode=advance)
+    print(output.summary or format_table(output.scorecard))
     print(f"scorecard: {output.scorecard_json.resolve()}")
     print(f"report: {output.report_html.resolve()}")
     return 0

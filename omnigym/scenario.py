@@ -12,6 +12,14 @@ and the output folder; an optional ``quick:`` block overrides any of those under
     out: results/quickstart
     quick: {episodes: 5, seeds: [0]}
 
+Two optional fields serve experiments that are more than an env × agent grid. An agent's
+``envs: [...]`` limits it to those of the scenario's environments (an ablation run on a few
+tasks). ``runner: package.module`` names the module that runs the scenario in place of
+:mod:`omnigym.evaluators.runner`; it exposes the same ``run_scenario(scenario, folder,
+on_episode)`` and ``total_episodes(scenario)`` and reads its settings from ``options:`` (a free
+mapping; the Safe family's DSRL protocol, :mod:`omnigym.evaluators.safety`, is one). ``quick:``
+may also replace ``envs`` and update ``options`` key by key.
+
 Every error names the file, the field and what was expected; :func:`load_scenario` also checks
 that every environment id is registered and every agent name resolves on every environment, so a
 bad scenario fails before anything is run or written.
@@ -19,6 +27,7 @@ bad scenario fails before anything is run or written.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -58,10 +67,17 @@ class AgentEntry(_Strict):
     label: str | None = None
     kwargs: dict[str, Any] = Field(default_factory=dict)
     train: TrainSpec | None = None
+    envs: list[str] | None = Field(
+        default=None, min_length=1, description="only these of the scenario's env ids"
+    )
 
     @property
     def display(self) -> str:
         return self.label or self.name
+
+    def runs_on(self, env_id: str) -> bool:
+        """Whether this agent is played on ``env_id`` (its ``envs`` list, when it has one)."""
+        return self.envs is None or env_id in self.envs
 
 
 class QuickOverrides(_Strict):
@@ -71,6 +87,19 @@ class QuickOverrides(_Strict):
     seeds: list[int] | None = Field(default=None, min_length=1)
     workers: int | None = Field(default=None, gt=0)
     train_budget: int | None = Field(default=None, gt=0)
+    envs: list[EnvEntry] | None = Field(default=None, min_length=1)
+    options: dict[str, Any] | None = None
+
+    @field_validator("envs", mode="before")
+    @classmethod
+    def _envs_from_strings(cls, value: Any) -> Any:
+        return _env_entries(value)
+
+
+def _env_entries(value: Any) -> Any:
+    if isinstance(value, list):
+        return [{"id": item} if isinstance(item, str) else item for item in value]
+    return value
 
 
 class Scenario(_Strict):
@@ -84,14 +113,16 @@ class Scenario(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     workers: int = Field(default=1, gt=0)
     out: str | None = None
+    runner: str | None = Field(
+        default=None, description="module with run_scenario/total_episodes (default: the grid)"
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="settings of the runner")
     quick: QuickOverrides | None = None
 
     @field_validator("envs", mode="before")
     @classmethod
     def _envs_from_strings(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"id": item} if isinstance(item, str) else item for item in value]
-        return value
+        return _env_entries(value)
 
     @field_validator("agents", mode="before")
     @classmethod
@@ -134,6 +165,8 @@ class Scenario(_Strict):
                 "seeds": quick.seeds or self.seeds,
                 "workers": quick.workers or self.workers,
                 "agents": agents,
+                "envs": quick.envs or self.envs,
+                "options": {**self.options, **(quick.options or {})},
             }
         )
 
@@ -163,12 +196,37 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as error:
         raise ScenarioError(_format_validation_error(file, error)) from None
-    for index, env in enumerate(scenario.envs):
+    if scenario.runner is not None:
+        try:
+            runner = importlib.import_module(scenario.runner)
+        except ImportError as error:
+            raise ScenarioError(
+                f"{file}: field runner: cannot import {scenario.runner!r}: {error}"
+            ) from None
+        missing = [n for n in ("run_scenario", "total_episodes") if not hasattr(runner, n)]
+        if missing:
+            raise ScenarioError(f"{file}: field runner: {scenario.runner} has no {missing[0]}()")
+    env_ids = {env.id for env in scenario.envs}
+    if scenario.quick is not None and scenario.quick.envs:
+        env_ids |= {env.id for env in scenario.quick.envs}
+    for agent_index, agent in enumerate(scenario.agents):
+        unknown = sorted(set(agent.envs or ()) - env_ids)
+        if unknown:
+            raise ScenarioError(
+                f"{file}: field agents[{agent_index}].envs: {unknown} are not among the "
+                "scenario's envs"
+            )
+    quick_envs = (scenario.quick and scenario.quick.envs) or []
+    fields = [f"envs[{i}]" for i in range(len(scenario.envs))]
+    fields += [f"quick.envs[{i}]" for i in range(len(quick_envs))]
+    for field, env in zip(fields, [*scenario.envs, *quick_envs], strict=True):
         try:
             spec(env.id)
         except UnknownEnvError as error:
-            raise ScenarioError(f"{file}: field envs[{index}].id: {error}") from None
+            raise ScenarioError(f"{file}: field {field}.id: {error}") from None
         for agent_index, agent in enumerate(scenario.agents):
+            if not agent.runs_on(env.id):
+                continue
             try:
                 load_agent_factory(agent.name, env.id)
             except UnknownAgentError as error:

@@ -85,6 +85,19 @@ def test_bad_names_exit_2_with_a_clear_message_and_write_nothing(tmp_path, args,
         ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random, orcle]\n", "field agents[1].name"),
         ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random, random]\n", "labels must be distinct"),
         ("- just\n- a list\n", "expected a mapping"),
+        (
+            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [{name: random, envs: [LMRL/MazePO-v0]}]\n",
+            "field agents[0].envs",
+        ),
+        (
+            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nrunner: no.such.mod\n",
+            "field runner",
+        ),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nrunner: json\n", "field runner"),
+        (
+            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nquick: {envs: [X/Y-v0]}\n",
+            "quick.envs[0]",
+        ),
     ],
 )
 def test_malformed_scenario_exits_2_naming_file_and_field(tmp_path, text, message):
@@ -113,6 +126,25 @@ def test_run_quick_applies_the_quick_block(tmp_path, capsys):
     assert sorted((r["agent"], r["seed"], r["episode"]) for r in records) == [
         (agent, 5, episode) for agent in ("oracle", "random") for episode in range(2)
     ]
+
+
+def test_agent_envs_limit_where_an_agent_plays_and_quick_can_replace_the_envs(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "name: some\nenvs: [LMRL/MazeFO-v0, LMRL/MazePO-v0]\n"
+        "agents: [random, {name: oracle, envs: [LMRL/MazePO-v0]}]\nepisodes: 1\n"
+        "quick: {envs: [LMRL/MazePO-v0]}\n",
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "full")]) == 0
+    played = {(r["env_id"], r["agent"]) for r in read_records(tmp_path / "full/episodes.jsonl")}
+    assert played == {
+        ("LMRL/MazeFO-v0", "random"),
+        ("LMRL/MazePO-v0", "random"),
+        ("LMRL/MazePO-v0", "oracle"),
+    }
+    assert main(["run", str(path), "--out", str(tmp_path / "quick"), "--quick"]) == 0
+    played = {r["env_id"] for r in read_records(tmp_path / "quick/episodes.jsonl")}
+    assert played == {"LMRL/MazePO-v0"}
 
 
 def test_training_budget_reaches_learn_before_evaluation(tmp_path):

@@ -1,0 +1,317 @@
+"""The claims of SDQC and its baselines (spec safety.md §9), checked on a protocol run.
+
+:func:`check_claims` reads the tables of :func:`omnigym.evaluators.safety.safety_tables` and the
+runner's diagnostics and returns one entry per claim: its text, ``status`` (``pass``, ``fail``,
+``recorded`` for claims that are only reported, or ``not run`` when the scenario lacks the agents
+or tasks a claim needs) and the numbers behind it. Agents are found by their registry name
+(``bc_all``, ``bc_safe``, ``bcq_lag``, ``cdt``, ``fisor``, ``sdqc``); the ablation is the
+``sdqc`` entry with ``delta: 0``. Claims 1–5 compare in-distribution rows of the tasks every
+compared agent ran on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from omnigym.scenario import AgentEntry
+
+from .safety import NEAR_ZERO_COST
+
+BASELINES = ("bc_all", "bc_safe", "bcq_lag", "cdt", "fisor")
+
+
+def roles(agents: Sequence[AgentEntry]) -> dict[str, str]:
+    """Registry role → label: the first entry of each baseline, SDQC (δ ≠ 0) and the ablation."""
+    found: dict[str, str] = {}
+    for agent in agents:
+        if agent.name == "sdqc":
+            role = "ablation" if agent.kwargs.get("delta", 1.0) == 0 else "sdqc"
+        else:
+            role = agent.name
+        found.setdefault(role, agent.display)
+    return found
+
+
+def _rows(tables: Mapping[str, Any], protocol: str, shifted: bool = False) -> list[dict]:
+    rows = tables.get(protocol, {}).get("rows", [])
+    return [r for r in rows if (r["task"] != r["env_id"]) == shifted]
+
+
+def _by_task(rows: list[dict], labels: Sequence[str]) -> dict[str, dict[str, dict]]:
+    """task → label → row, only tasks where every label has a row."""
+    table: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        table.setdefault(row["env_id"], {})[row["agent"]] = row
+    return {task: cells for task, cells in table.items() if all(lab in cells for lab in labels)}
+
+
+def _mean(values: list[float]) -> float:
+    return float(sum(values) / len(values)) if values else math.nan
+
+
+def _averages(table: dict[str, dict[str, dict]], label: str) -> dict[str, float]:
+    rows = [cells[label] for cells in table.values()]
+    return {
+        "normalized_reward": _mean([r["normalized_reward"]["mean"] for r in rows]),
+        "normalized_cost": _mean([r["normalized_cost"]["mean"] for r in rows]),
+        "safe_tasks": sum(r["safe"] for r in rows),
+        "near_zero_tasks": sum(r["normalized_cost"]["mean"] <= NEAR_ZERO_COST for r in rows),
+        "tasks": len(rows),
+    }
+
+
+def _claim(number: int, text: str, status: str, **numbers: Any) -> dict[str, Any]:
+    return {"claim": number, "text": text, "status": status, "numbers": numbers}
+
+
+def _not_run(number: int, text: str, missing: str) -> dict[str, Any]:
+    return _claim(number, text, "not run", missing=missing)
+
+
+def check_claims(
+    tables: Mapping[str, Any],
+    diagnostics: Sequence[Mapping[str, Any]],
+    agents: Sequence[AgentEntry],
+    grid: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Claims 1–9 of spec §9 on this run (``grid``: the labels of the δ/ν/I variants); see the
+    module docstring."""
+    role = roles(agents)
+    claims = [
+        _claim_1(tables, role),
+        _claim_2(tables, role),
+        _claim_3(tables, role),
+        _claim_4(tables, role),
+        _claim_5(tables, role),
+        _claim_6(tables, role),
+        _claim_7(tables, role),
+        _claim_8(tables, diagnostics, role),
+        _claim_9(tables, diagnostics, grid),
+    ]
+    return {"roles": role, "claims": claims}
+
+
+def _need(role: Mapping[str, str], names: Sequence[str]) -> str | None:
+    missing = [n for n in names if n not in role]
+    return f"agents {missing}" if missing else None
+
+
+def _claim_1(tables, role):
+    text = "BC-All is unsafe (DSRL) on at least 60% of tasks and has the highest average reward"
+    present = [role[n] for n in (*BASELINES, "sdqc") if n in role]
+    if (missing := _need(role, ["bc_all"])) or not (
+        table := _by_task(_rows(tables, "dsrl"), present)
+    ):
+        return _not_run(1, text, missing or "dsrl rows")
+    unsafe = sum(not cells[role["bc_all"]]["safe"] for cells in table.values()) / len(table)
+    rewards = {label: _averages(table, label)["normalized_reward"] for label in present}
+    best = max(rewards, key=rewards.get)
+    ok = unsafe >= 0.6 and best == role["bc_all"]
+    return _claim(1, text, "pass" if ok else "fail", unsafe_share=unsafe, average_reward=rewards)
+
+
+def _claim_2(tables, role):
+    text = "BC-Safe is safe (DSRL) on at least 80% of tasks, with lower average reward than BC-All"
+    if missing := _need(role, ["bc_safe", "bc_all"]):
+        return _not_run(2, text, missing)
+    table = _by_task(_rows(tables, "dsrl"), [role["bc_safe"], role["bc_all"]])
+    if not table:
+        return _not_run(2, text, "dsrl rows")
+    safe = _averages(table, role["bc_safe"])["safe_tasks"] / len(table)
+    reward_safe = _averages(table, role["bc_safe"])["normalized_reward"]
+    reward_all = _averages(table, role["bc_all"])["normalized_reward"]
+    ok = safe >= 0.8 and reward_safe < reward_all
+    return _claim(
+        2,
+        text,
+        "pass" if ok else "fail",
+        safe_share=safe,
+        reward_bc_safe=reward_safe,
+        reward_bc_all=reward_all,
+    )
+
+
+def _claim_3(tables, role):
+    text = "BCQ-Lag is unsafe (DSRL) on at least a third of the tasks"
+    if missing := _need(role, ["bcq_lag"]):
+        return _not_run(3, text, missing)
+    table = _by_task(_rows(tables, "dsrl"), [role["bcq_lag"]])
+    if not table:
+        return _not_run(3, text, "dsrl rows")
+    unsafe = sum(not cells[role["bcq_lag"]]["safe"] for cells in table.values()) / len(table)
+    return _claim(3, text, "pass" if unsafe >= 1 / 3 else "fail", unsafe_share=unsafe)
+
+
+def _claim_4(tables, role):
+    text = "FISOR-lite has the lowest average normalized cost of the baselines (strict)"
+    present = [role[n] for n in BASELINES if n in role]
+    if (missing := _need(role, ["fisor"])) or not (
+        table := _by_task(_rows(tables, "strict"), present)
+    ):
+        return _not_run(4, text, missing or "strict rows")
+    costs = {label: _averages(table, label)["normalized_cost"] for label in present}
+    ok = costs[role["fisor"]] <= min(costs.values())
+    return _claim(4, text, "pass" if ok else "fail", average_cost=costs)
+
+
+def _claim_5(tables, role):
+    text = "CDT-lite's cost rises with the threshold on at least 80% of tasks (DSRL)"
+    if missing := _need(role, ["cdt"]):
+        return _not_run(5, text, missing)
+    table = _by_task(_rows(tables, "dsrl"), [role["cdt"]])
+    if not table:
+        return _not_run(5, text, "dsrl rows")
+    costs = {}
+    for task, cells in table.items():
+        by_kappa = cells[role["cdt"]]["by_threshold"]
+        ordered = sorted(by_kappa, key=float)
+        costs[task] = [by_kappa[k]["cost"] for k in ordered]
+    rising = sum(values[-1] > values[0] for values in costs.values()) / len(costs)
+    return _claim(
+        5, text, "pass" if rising >= 0.8 else "fail", rising_share=rising, cost_by_threshold=costs
+    )
+
+
+def _claim_6(tables, role):
+    text = (
+        "SDQC (strict) has the lowest average normalized cost and the most tasks with normalized "
+        f"cost <= {NEAR_ZERO_COST:g}, against FISOR-lite, BC-Safe and BCQ-Lag"
+    )
+    names = ["sdqc", "fisor", "bc_safe", "bcq_lag"]
+    if missing := _need(role, names):
+        return _not_run(6, text, missing)
+    table = _by_task(_rows(tables, "strict"), [role[n] for n in names])
+    if not table:
+        return _not_run(6, text, "strict rows")
+    averages = {role[n]: _averages(table, role[n]) for n in names}
+    mine = averages[role["sdqc"]]
+    ok = mine["normalized_cost"] <= min(a["normalized_cost"] for a in averages.values()) and mine[
+        "near_zero_tasks"
+    ] >= max(a["near_zero_tasks"] for a in averages.values())
+    return _claim(6, text, "pass" if ok else "fail", averages=averages)
+
+
+def _claim_7(tables, role):
+    text = (
+        "Trained on level 1 and run in level 2, SDQC's increase in normalized cost (strict) is the "
+        "smallest of SDQC, FISOR-lite, BC-Safe and BCQ-Lag"
+    )
+    names = ["sdqc", "fisor", "bc_safe", "bcq_lag"]
+    if missing := _need(role, names):
+        return _not_run(7, text, missing)
+    labels = [role[n] for n in names]
+    home = _by_task(_rows(tables, "strict"), labels)
+    away = _by_task(
+        [{**r, "env_id": r["task"]} for r in _rows(tables, "strict", shifted=True)], labels
+    )
+    tasks = sorted(set(home) & set(away))
+    if not tasks:
+        return _not_run(7, text, "level-2 (shifted) rows")
+    increase = {
+        label: _mean(
+            [
+                away[t][label]["normalized_cost"]["mean"]
+                - home[t][label]["normalized_cost"]["mean"]
+                for t in tasks
+            ]
+        )
+        for label in labels
+    }
+    ok = increase[role["sdqc"]] <= min(increase.values())
+    return _claim(7, text, "pass" if ok else "fail", tasks=tasks, cost_increase=increase)
+
+
+def _knn(diagnostics, label: str, tasks: Sequence[str]) -> float:
+    return _mean(
+        [
+            d["knn_q_consistency"]
+            for d in diagnostics
+            if d["agent"] == label and d["task"] in tasks and "knn_q_consistency" in d
+        ]
+    )
+
+
+def _claim_8(tables, diagnostics, role):
+    text = (
+        "Without the contrastive term (delta = 0) SDQC's cost is higher and reward lower on at "
+        "least 3 of 4 level-2 tasks, and its kNN-Q consistency is worse"
+    )
+    if missing := _need(role, ["sdqc", "ablation"]):
+        return _not_run(8, text, missing)
+    table = _by_task(_rows(tables, "strict"), [role["sdqc"], role["ablation"]])
+    if not table:
+        return _not_run(8, text, "strict rows of the ablation tasks")
+    tasks = sorted(table)
+    worse = []
+    for task in tasks:
+        full, ablated = table[task][role["sdqc"]], table[task][role["ablation"]]
+        if (
+            ablated["normalized_cost"]["mean"] > full["normalized_cost"]["mean"]
+            and ablated["normalized_reward"]["mean"] < full["normalized_reward"]["mean"]
+        ):
+            worse.append(task)
+    knn = {label: _knn(diagnostics, label, tasks) for label in (role["sdqc"], role["ablation"])}
+    enough = len(worse) >= math.ceil(0.75 * len(tasks))
+    knn_worse = knn[role["ablation"]] > knn[role["sdqc"]]
+    return _claim(
+        8,
+        text,
+        "pass" if enough and knn_worse else "fail",
+        tasks=tasks,
+        worse_without=worse,
+        knn_q_consistency=knn,
+        rows={
+            t: {
+                lab: [
+                    cells[lab]["normalized_reward"]["mean"],
+                    cells[lab]["normalized_cost"]["mean"],
+                ]
+                for lab in (role["sdqc"], role["ablation"])
+            }
+            for t, cells in table.items()
+        },
+    )
+
+
+def _claim_9(tables, diagnostics, grid):
+    text = (
+        "Recorded: the delta / nu / I grid of SDQC (the paper reports nu = 0.01 collapses training)"
+    )
+    rows = [r for r in _rows(tables, "strict") if r["agent"] in grid]
+    if not rows:
+        return _not_run(9, text, "options.grid")
+    recorded = {
+        r["agent"]: {
+            "task": r["env_id"],
+            "normalized_reward": r["normalized_reward"]["mean"],
+            "normalized_cost": r["normalized_cost"]["mean"],
+            "knn_q_consistency": _knn(diagnostics, r["agent"], [r["env_id"]]),
+        }
+        for r in rows
+    }
+    return _claim(9, text, "recorded", grid=recorded)
+
+
+def format_claims(claims: Mapping[str, Any]) -> str:
+    """The claims as a Markdown list: status first, then the claim and its headline numbers."""
+    lines = ["## Claims (spec safety.md §9)", ""]
+    for claim in claims["claims"]:
+        lines.append(f"{claim['claim']}. **{claim['status']}**: {claim['text']}.")
+        lines.append(f"   `{_short(claim['numbers'])}`")
+    return "\n".join(lines) + "\n"
+
+
+def _short(numbers: Mapping[str, Any]) -> str:
+    def compact(value: Any) -> Any:
+        if isinstance(value, float):
+            return round(value, 3)
+        if isinstance(value, Mapping):
+            return {k: compact(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [compact(v) for v in value]
+        return value
+
+    text = str(compact(dict(numbers)))
+    return text if len(text) <= 600 else text[:597] + "..."
