@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl
+EXTRAS ?= dev,chess,rl,diplomacy
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -37,6 +37,7 @@ bench: $(STAMP) stockfish
 	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
 	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
 	$(BIN)/python benchmarks/safe_datasets.py > benchmarks/results/safe_datasets.json
+	$(BIN)/python benchmarks/safe_train.py > benchmarks/results/safe_train.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
