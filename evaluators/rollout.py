@@ -48,6 +48,14 @@ class Job:
     label: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_label: str | None = None
+
+    def tag(self, record: Record) -> Record:
+        """``record`` with the env name (the label, if any) and agent label in front; a labelled
+        env's record also keeps the registered id as ``env_base``."""
+        name = self.env_label or self.env_id
+        base = {"env_base": self.env_id} if name != self.env_id else {}
+        return {"env_id": name, "agent": self.label, **base, **record}
 
     def build(self) -> tuple[Any, Any]:
         env = make(self.env_id, **self.env_kwargs)
@@ -116,10 +124,7 @@ def _init_worker(job: Job) -> None:
 
 def _worker_episodes(tasks: list[tuple[int, int]]) -> list[Record]:
     job, env, agent = _worker_state["job"], _worker_state["env"], _worker_state["agent"]
-    return [
-        {"env_id": job.env_id, "agent": job.label, **run_episode(env, agent, seed, episode)}
-        for seed, episode in tasks
-    ]
+    return [job.tag(run_episode(env, agent, seed, episode)) for seed, episode in tasks]
 
 
 def evaluate(
@@ -131,13 +136,15 @@ def evaluate(
     agent_kwargs: dict[str, Any] | None = None,
     workers: int = 1,
     label: str | None = None,
+    env_label: str | None = None,
     store: EpisodeStore | None = None,
     on_episode: Callable[[Record], None] | None = None,
 ) -> list[Record]:
     """Play ``episodes`` episodes for each of ``seeds`` and return their records.
 
     ``agent`` is a registry name (``"random"``, ``"oracle"``, ``"module:Class"``) or an agent
-    object. Records are ordered by (seed, episode) and carry ``env_id`` and ``agent`` (``label``,
+    object. Records are ordered by (seed, episode) and carry ``env_id`` (``env_label`` when given,
+    with the registered id as ``env_base``) and ``agent`` (``label``,
     by default the agent's name or class name). Episodes already in ``store`` are not replayed;
     new ones are appended to it as they finish. ``on_episode`` is called after each new episode
     (progress bars).
@@ -149,15 +156,16 @@ def evaluate(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if label is None:
         label = agent if isinstance(agent, str) else type(agent).__name__
-    job = Job(env_id, agent, label, dict(env_kwargs or {}), dict(agent_kwargs or {}))
+    job = Job(env_id, agent, label, dict(env_kwargs or {}), dict(agent_kwargs or {}), env_label)
+    name = env_label or env_id
     keys: list[EpisodeKey] = [
-        (env_id, label, int(seed), episode) for seed in seeds for episode in range(episodes)
+        (name, label, int(seed), episode) for seed in seeds for episode in range(episodes)
     ]
     todo = [key for key in keys if store is None or key not in store]
     fresh: dict[EpisodeKey, Record] = {}
 
     def collect(record: Record) -> None:
-        fresh[(env_id, label, record["seed"], record["episode"])] = record
+        fresh[(name, label, record["seed"], record["episode"])] = record
         if store is not None:
             store.append(record)
         if on_episode is not None:
@@ -168,7 +176,7 @@ def evaluate(
         try:
             for _, _, seed, episode in todo:
                 record = run_episode(env, built_agent, seed, episode)
-                collect({"env_id": env_id, "agent": label, **record})
+                collect(job.tag(record))
         finally:
             env.close()
             # An agent built here from its name is ours to close (engines, model servers).

@@ -9,6 +9,10 @@ An agent that records its training (a ``learning_curve`` attribute: a list of
 ``(timesteps, episode return)`` pairs, as :class:`omnigym.agents.sb3.SB3Agent` keeps) has the
 curve of each training seed appended to ``learning_curves.jsonl`` as soon as training ends; the
 report plots it. A curve trained again for the same (env, agent, seed) replaces the earlier one.
+With ``options: {claims: "package.module:function"}`` the function is called as
+``function(scorecard, records)`` after the scorecard is written and its claims go to
+``claims.json`` and ``claims.md`` (:mod:`omnigym.evaluators.claims`).
+
 An agent with ``save(path)`` and ``load(path)`` is saved after training under
 ``checkpoints/<env>/<agent>/seed<k>``; a resumed run loads it instead of training again.
 """
@@ -22,20 +26,21 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from omnigym.agent import make_agent
-from omnigym.registry import make
+from omnigym.registry import load_entry_point, make
 from omnigym.scenario import AgentEntry, EnvEntry, Scenario
 
+from .claims import write_claims
 from .io import atomic_write_text
 from .report import write_report
 from .rollout import Record, evaluate
-from .scorecard import build_scorecard, write_scorecard
+from .scorecard import build_scorecard, format_table, write_scorecard
 from .store import EpisodeStore, read_records
 
 LEARNING_CURVES_FILE = "learning_curves.jsonl"
@@ -56,7 +61,7 @@ class RunOutput:
 
 def total_episodes(scenario: Scenario) -> int:
     """How many episodes the scenario plays in all."""
-    pairs = sum(agent.runs_on(env.id) for env in scenario.envs for agent in scenario.agents)
+    pairs = sum(agent.runs_on(env) for env in scenario.envs for agent in scenario.agents)
     return pairs * len(scenario.seeds) * scenario.episodes
 
 
@@ -80,10 +85,16 @@ def run_scenario(
     with EpisodeStore(out) as store:
         for env in scenario.envs:
             for agent in scenario.agents:
-                if not agent.runs_on(env.id):
+                if not agent.runs_on(env):
                     continue
                 records += _evaluate_agent(scenario, env, agent, store, on_episode, out)
-    return write_outputs(records, out, title=scenario.name)
+    output = write_outputs(records, out, title=scenario.name)
+    checker = scenario.options.get("claims")
+    if checker is None:
+        return output
+    claims = load_entry_point(checker)(output.scorecard, records)
+    markdown = write_claims(claims, out)
+    return replace(output, summary=format_table(output.scorecard) + "\n" + markdown)
 
 
 def _evaluate_agent(
@@ -99,6 +110,7 @@ def _evaluate_agent(
         env_kwargs=env.kwargs,
         workers=scenario.workers,
         label=agent.display,
+        env_label=env.display,
         store=store,
         on_episode=on_episode,
     )
@@ -109,7 +121,8 @@ def _evaluate_agent(
     records: list[Record] = []
     for seed in scenario.seeds:
         done = all(
-            (env.id, agent.display, seed, episode) in store for episode in range(scenario.episodes)
+            (env.display, agent.display, seed, episode) in store
+            for episode in range(scenario.episodes)
         )
         trained: Any = agent.name
         if not done:
@@ -130,7 +143,7 @@ def checkpoint_path(folder: str | os.PathLike, env_id: str, agent: str, seed: in
 def _trained_agent(env: EnvEntry, agent: AgentEntry, seed: int, folder: Path) -> Any:
     """The agent trained for ``seed``: loaded from its checkpoint if one was saved, else
     trained now (its curve and checkpoint written as soon as training ends)."""
-    checkpoint = checkpoint_path(folder, env.id, agent.display, seed)
+    checkpoint = checkpoint_path(folder, env.display, agent.display, seed)
     if checkpoint.exists():
         play_env = make(env.id, **env.kwargs)
         try:
@@ -142,7 +155,7 @@ def _trained_agent(env: EnvEntry, agent: AgentEntry, seed: int, folder: Path) ->
     trained = _train(env, agent, seed)
     curve = getattr(trained, "learning_curve", None)
     if curve:
-        append_learning_curve(folder, env.id, agent.display, seed, curve)
+        append_learning_curve(folder, env.display, agent.display, seed, curve)
     if callable(getattr(trained, "save", None)) and callable(getattr(trained, "load", None)):
         # Saved under a temporary name, then renamed: a checkpoint is whole or absent.
         partial = checkpoint.with_name(f".{checkpoint.name}.partial")

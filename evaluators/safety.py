@@ -65,6 +65,7 @@ from omnigym.envs.safety.core import normalized_cost
 from omnigym.registry import UnknownEnvError, make, spec
 from omnigym.scenario import AgentEntry, Scenario
 
+from .claims import write_claims
 from .io import atomic_write_text
 from .report import write_report
 from .rollout import Record, evaluate
@@ -697,13 +698,11 @@ def write_safety_outputs(
     if options.get("claims"):
         if options["claims"] != "sdqc":
             raise ValueError(f"options.claims must be 'sdqc', got {options['claims']!r}")
-        from .safety_claims import check_claims, format_claims
+        from .safety_claims import check_claims
 
         grid = [agent.display for agent in agents_of(scenario)[len(scenario.agents) :]]
         claims = check_claims(tables, diagnostics, scenario.agents, grid)
-        atomic_write_text(folder / "claims.json", json.dumps(claims, indent=2) + "\n")
-        atomic_write_text(folder / "claims.md", format_claims(claims))
-        summary += "\n" + format_claims(claims)
+        summary += "\n" + write_claims(claims, folder)
     json_path, md_path = write_scorecard(scorecard, folder)
     atomic_write_text(
         md_path,

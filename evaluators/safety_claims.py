@@ -17,6 +17,7 @@ from typing import Any
 
 from omnigym.scenario import AgentEntry
 
+from .claims import claim as _claim
 from .safety import NEAR_ZERO_COST
 
 BASELINES = ("bc_all", "bc_safe", "bcq_lag", "cdt", "fisor")
@@ -62,10 +63,6 @@ def _averages(table: dict[str, dict[str, dict]], label: str) -> dict[str, float]
     }
 
 
-def _claim(number: int, text: str, status: str, **numbers: Any) -> dict[str, Any]:
-    return {"claim": number, "text": text, "status": status, "numbers": numbers}
-
-
 def _not_run(number: int, text: str, missing: str) -> dict[str, Any]:
     return _claim(number, text, "not run", missing=missing)
 
@@ -90,7 +87,7 @@ def check_claims(
         _claim_8(tables, diagnostics, role),
         _claim_9(tables, diagnostics, grid),
     ]
-    return {"roles": role, "claims": claims}
+    return {"source": "spec safety.md §9", "roles": role, "claims": claims}
 
 
 def _need(role: Mapping[str, str], names: Sequence[str]) -> str | None:
@@ -292,26 +289,3 @@ def _claim_9(tables, diagnostics, grid):
         for r in rows
     }
     return _claim(9, text, "recorded", grid=recorded)
-
-
-def format_claims(claims: Mapping[str, Any]) -> str:
-    """The claims as a Markdown list: status first, then the claim and its headline numbers."""
-    lines = ["## Claims (spec safety.md §9)", ""]
-    for claim in claims["claims"]:
-        lines.append(f"{claim['claim']}. **{claim['status']}**: {claim['text']}.")
-        lines.append(f"   `{_short(claim['numbers'])}`")
-    return "\n".join(lines) + "\n"
-
-
-def _short(numbers: Mapping[str, Any]) -> str:
-    def compact(value: Any) -> Any:
-        if isinstance(value, float):
-            return round(value, 3)
-        if isinstance(value, Mapping):
-            return {k: compact(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [compact(v) for v in value]
-        return value
-
-    text = str(compact(dict(numbers)))
-    return text if len(text) <= 600 else text[:597] + "..."

@@ -17,7 +17,9 @@ of an env comes from, in order:
 2. otherwise the records' own ``normalized_score`` values, summarized like returns;
 3. otherwise none: the result has no ``normalized_score`` key.
 
-Env ids missing from the registry have no family normalizer.
+Env ids missing from the registry have no family normalizer. A record of a labelled env (a
+scenario entry with ``label:``) names the label as ``env_id`` and the registered id as
+``env_base``, which is where its normalizer comes from.
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ def family_normalizer(env_id: str) -> Normalizer | None:
     return None if entry_point is None else registry.load_entry_point(entry_point)
 
 
+def _normalizer_of(base_id: str) -> Normalizer | None:
+    """The family normalizer of ``base_id``, called with ``base_id`` whatever the env's label."""
+    normalizer = family_normalizer(base_id)
+    if normalizer is None:
+        return None
+    return lambda _label, summary: normalizer(base_id, summary)
+
+
 def build_scorecard(
     records: Iterable[Mapping[str, Any]],
     *,
@@ -74,7 +84,10 @@ def build_scorecard(
     if not groups:
         raise ValueError("no episode records to build a scorecard from")
     summary_options = {"n_resamples": n_resamples, "random_state": random_state}
-    normalizers = {env_id: family_normalizer(env_id) for env_id, _ in groups}
+    bases = {
+        r["env_id"]: r.get("env_base", r["env_id"]) for group in groups.values() for r in group
+    }
+    normalizers = {env_id: _normalizer_of(bases[env_id]) for env_id, _ in groups}
     results = [
         _result(env_id, agent, groups[(env_id, agent)], normalizers[env_id], summary_options)
         for env_id, agent in sorted(groups)

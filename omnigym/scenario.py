@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from omnigym.agent import UnknownAgentError, load_agent_factory
-from omnigym.registry import UnknownEnvError, spec
+from omnigym.registry import UnknownEnvError, load_entry_point, spec
 
 
 class ScenarioError(ValueError):
@@ -48,10 +48,18 @@ class _Strict(BaseModel):
 
 
 class EnvEntry(_Strict):
-    """One environment: a registered id and constructor kwargs."""
+    """One environment: a registered id, constructor kwargs and an optional label.
+
+    The label names the entry in episode records and scorecards; it is needed when the same id
+    appears twice with different kwargs (a knob swept over values)."""
 
     id: str
     kwargs: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.id
 
 
 class TrainSpec(_Strict):
@@ -75,9 +83,14 @@ class AgentEntry(_Strict):
     def display(self) -> str:
         return self.label or self.name
 
-    def runs_on(self, env_id: str) -> bool:
-        """Whether this agent is played on ``env_id`` (its ``envs`` list, when it has one)."""
-        return self.envs is None or env_id in self.envs
+    def runs_on(self, env: str | EnvEntry) -> bool:
+        """Whether this agent is played on ``env`` (an id, or an entry matched by id or label),
+        by its ``envs`` list when it has one."""
+        if self.envs is None:
+            return True
+        if isinstance(env, str):
+            return env in self.envs
+        return env.id in self.envs or env.display in self.envs
 
 
 class QuickOverrides(_Strict):
@@ -140,10 +153,13 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _distinct_labels(self) -> Scenario:
-        labels = [agent.display for agent in self.agents]
-        duplicates = sorted({label for label in labels if labels.count(label) > 1})
-        if duplicates:
-            raise ValueError(f"agent labels must be distinct; give a label to {duplicates}")
+        for kind, labels in (
+            ("agent", [agent.display for agent in self.agents]),
+            ("env", [env.display for env in self.envs]),
+        ):
+            duplicates = sorted({label for label in labels if labels.count(label) > 1})
+            if duplicates:
+                raise ValueError(f"{kind} labels must be distinct; give a label to {duplicates}")
         return self
 
     def quickened(self) -> Scenario:
@@ -206,9 +222,19 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         missing = [n for n in ("run_scenario", "total_episodes") if not hasattr(runner, n)]
         if missing:
             raise ScenarioError(f"{file}: field runner: {scenario.runner} has no {missing[0]}()")
-    env_ids = {env.id for env in scenario.envs}
+    if scenario.runner is None:
+        unknown = sorted(set(scenario.options) - {"claims"})
+        if unknown:
+            raise ScenarioError(f"{file}: field options: unknown keys {unknown} (known: claims)")
+        checker = scenario.options.get("claims")
+        if checker is not None:
+            try:
+                load_entry_point(checker)
+            except (ImportError, ValueError) as error:
+                raise ScenarioError(f"{file}: field options.claims: {error}") from None
+    env_ids = {name for env in scenario.envs for name in (env.id, env.display)}
     if scenario.quick is not None and scenario.quick.envs:
-        env_ids |= {env.id for env in scenario.quick.envs}
+        env_ids |= {name for env in scenario.quick.envs for name in (env.id, env.display)}
     for agent_index, agent in enumerate(scenario.agents):
         unknown = sorted(set(agent.envs or ()) - env_ids)
         if unknown:
@@ -225,7 +251,7 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         except UnknownEnvError as error:
             raise ScenarioError(f"{file}: field {field}.id: {error}") from None
         for agent_index, agent in enumerate(scenario.agents):
-            if not agent.runs_on(env.id):
+            if not agent.runs_on(env):
                 continue
             try:
                 load_agent_factory(agent.name, env.id)

@@ -26,3 +26,12 @@ class LearningAgent(RandomAgent):
     def act(self, observation, info):
         assert self.trained_steps > 0, "evaluated before learn()"
         return super().act(observation, info)
+
+
+def oracle_claims(scorecard, records):
+    """A claims checker for tests: the oracle's mean return beats random's."""
+    from omnigym.evaluators.claims import claim
+
+    means = {r["agent"]: r["return"]["mean"] for r in scorecard["results"]}
+    status = "pass" if means["oracle"] > means["random"] else "fail"
+    return {"source": "tests", "claims": [claim(1, "oracle beats random", status, means=means)]}

@@ -285,3 +285,45 @@ def test_report_rerenders_learning_curves_keeping_the_latest_per_seed(tmp_path):
     assert curve["timesteps"] == [10, 20] and curve["returns"] == [-4.0, -2.0]
     assert main(["report", str(out)]) == 0
     assert "<h2>Learning curves</h2>" in (out / "report.html").read_text()
+
+
+def test_the_same_id_twice_with_labels_keeps_both_and_needs_distinct_labels(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "name: sweep\nenvs: [{id: LMRL/MazeFO-v0, label: a}, {id: LMRL/MazeFO-v0, label: b}]\n"
+        "agents: [{name: random, envs: [b]}, oracle]\nepisodes: 2\n",
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    records = read_records(tmp_path / "out" / "episodes.jsonl")
+    assert sorted({(r["env_id"], r["agent"], r["env_base"]) for r in records}) == [
+        ("a", "oracle", "LMRL/MazeFO-v0"),
+        ("b", "oracle", "LMRL/MazeFO-v0"),
+        ("b", "random", "LMRL/MazeFO-v0"),
+    ]
+    card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+    assert all("normalized_score" in r for r in card["results"])  # LMRL's normalizer, by env_base
+    unlabelled = _scenario(
+        tmp_path, "name: x\nenvs: [LMRL/MazeFO-v0, LMRL/MazeFO-v0]\nagents: [random]\n", "u.yaml"
+    )
+    result = _omnigym("run", unlabelled, "--out", tmp_path / "u")
+    assert result.returncode == 2 and "env labels must be distinct" in result.stderr
+
+
+def test_a_claims_checker_writes_claims_json_and_md(tmp_path, capsys):
+    path = _scenario(
+        tmp_path,
+        "name: c\nenvs: [LMRL/MazeFO-v0]\nagents: [random, oracle]\nepisodes: 2\n"
+        "options: {claims: 'tests.helpers:oracle_claims'}\n",
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    claims = json.loads((tmp_path / "out" / "claims.json").read_text())
+    assert [c["status"] for c in claims["claims"]] == ["pass"]
+    assert "1. **pass**: oracle beats random." in capsys.readouterr().out
+    bad = _scenario(
+        tmp_path,
+        "name: c\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\n"
+        "options: {claims: 'tests.helpers:nothing', x: 1}\n",
+        "bad.yaml",
+    )
+    result = _omnigym("run", bad, "--out", tmp_path / "bad")
+    assert result.returncode == 2 and "field options" in result.stderr
