@@ -18,6 +18,7 @@ from typing import Any
 from omnigym.scenario import AgentEntry
 
 from .claims import claim as _claim
+from .claims import format_claims  # noqa: F401  (re-exported: runs started before the move use it)
 from .safety import NEAR_ZERO_COST
 
 BASELINES = ("bc_all", "bc_safe", "bcq_lag", "cdt", "fisor")
