@@ -2,11 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl,diplomacy
+EXTRAS ?= dev,chess,rl,diplomacy,data
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test bench lint format clean stockfish
+.PHONY: demo test bench lint format clean stockfish bullet
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ stockfish:
 		echo "note: Debian's stockfish is not installed (sudo apt-get install stockfish);" \
 		     "LMRL chess uses its fallback opponent and its stockfish tests are skipped"; \
 	fi
+
+# Optional real-physics Safe tasks (Safe/Bullet*): bullet-safety-gym pins gymnasium 0.28, so it
+# goes in without its dependencies; it runs beside Gymnasium 1.x (spec safety.md §10).
+bullet: $(STAMP)
+	$(BIN)/pip install --quiet pybullet
+	$(BIN)/pip install --quiet --no-deps bullet-safety-gym==1.4.0
 
 demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart

@@ -4,9 +4,15 @@ Importing this package registers the ``Safe/`` ids; the task modules (and Numba)
 only when an environment is made. Every task returns ``info["cost"]`` on each step and publishes
 ``env.unwrapped.obs_groups`` (``robot``, ``reward``, ``cost`` slices of the flat observation);
 the final step carries ``info["metrics"]`` and ``info["success"]`` at the env's ``target_cost``.
-Every id has an offline dataset (``omnigym dataset Safe/... --out DIR``, see ``datasets.py``).
+Every id has an offline dataset (``omnigym dataset Safe/... --out DIR``, see ``datasets.py``;
+``export-minari`` writes it as a Minari dataset, ``minari_export.py``).
+
+With pybullet and bullet-safety-gym installed (``make bullet``), ``bullet.py`` also registers
+``Safe/BulletBallRun-v0``, ``BulletBallCircle``, ``BulletCarRun`` and ``BulletCarCircle`` with
+DSRL's horizons and cost limits, in the family ``SafeBullet`` (no ``obs_groups``, no dataset).
 """
 
+from omnigym.envs.safety.bullet import register_bullet
 from omnigym.registry import EnvInfo, register
 
 _PAPER = (
@@ -67,3 +73,5 @@ for _id, _entry, _kwargs, _description in _entries():
             dataset=_MODULE + "datasets:write_dataset_for",
         )
     )
+
+register_bullet()  # the optional Safe/Bullet* ids, only when bullet-safety-gym is installed

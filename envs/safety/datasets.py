@@ -23,6 +23,7 @@ sidecar of the task's references (:func:`~omnigym.envs.safety.dsrl.write_referen
 
     python -m omnigym.envs.safety.datasets generate --env Safe/PointGoal1-v0 --seed 0 --out DIR
     python -m omnigym.envs.safety.datasets references --out envs/safety/data/references.yaml
+    python -m omnigym.envs.safety.datasets export-minari FILE --dataset-id omnigym/safe-x/v0
     omnigym dataset Safe/PointGoal1-v0 --out DIR          # or --out FILE.hdf5
 
 Departures from DSRL: scripted policies instead of trained experts (the optional ``ppo-lag``
@@ -513,6 +514,11 @@ def main(argv: list[str] | None = None) -> None:
     refs = commands.add_parser("references", help="write every task's references as YAML")
     refs.add_argument("--out", type=Path, default=REFERENCES_PATH)
     refs.add_argument("--env", action="append", choices=dataset_env_ids(), metavar="ENV_ID")
+    export = commands.add_parser("export-minari", help="write a dataset file as a Minari dataset")
+    export.add_argument("file", type=Path, metavar="FILE", help="a DSRL-format .hdf5 file")
+    export.add_argument(
+        "--dataset-id", required=True, help="Minari id, e.g. omnigym/safe-pointgoal1/scripted-v0"
+    )
     args = parser.parse_args(argv)
     if args.command == "generate":
         start = time.perf_counter()
@@ -520,6 +526,17 @@ def main(argv: list[str] | None = None) -> None:
         written = write_generated(generated, args.out)
         stats = {**generated["stats"], "path": str(written)}
         print(json.dumps({**stats, "seconds": time.perf_counter() - start}, indent=2))
+    elif args.command == "export-minari":
+        from omnigym.envs.safety.minari_export import export_minari
+
+        dataset = export_minari(args.file, args.dataset_id)
+        summary = {
+            "dataset_id": args.dataset_id,
+            "path": str(dataset.storage.data_path.parent),
+            "episodes": dataset.total_episodes,
+            "steps": dataset.total_steps,
+        }
+        print(json.dumps(summary, indent=2))
     else:
         write_references_yaml(args.out, args.env)
         print(args.out)
