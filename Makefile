@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl,diplomacy,data
+EXTRAS ?= dev,chess,rl,diplomacy,data,methods
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -44,6 +44,8 @@ bench: $(STAMP) stockfish
 	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
 	$(BIN)/python benchmarks/safe_datasets.py > benchmarks/results/safe_datasets.json
 	$(BIN)/python benchmarks/safe_train.py > benchmarks/results/safe_train.json
+	$(BIN)/python benchmarks/diplomacy_speed.py > benchmarks/results/diplomacy.json
+	$(BIN)/python benchmarks/diplomacy_bots.py > benchmarks/results/diplomacy_bots.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -267,7 +267,8 @@ def summarize_matches(records: Sequence[Record], n_resamples: int = 9999) -> dic
     games (in all and per seat), the SoS summary of :func:`~omnigym.evaluators.stats.summarize`
     (mean, median, IQM, ``ci95``), the mean and ``ci95`` of each rate in :data:`RATES` and of
     the centres held at the end, the mean SoS per seat, and ``equal_strength_sos`` = 1/N, the
-    expected SoS of an agent no stronger than its opponents. Bootstraps are stratified by seat.
+    expected SoS of an agent no stronger than its opponents (the N seats' scores sum to 1).
+    Bootstraps are stratified by seat.
     """
     groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
     for record in records:
@@ -278,19 +279,21 @@ def summarize_matches(records: Sequence[Record], n_resamples: int = 9999) -> dic
         by_seat: dict[str, list[float]] = defaultdict(list)
         for record in group:
             by_seat[record["seat"]].append(record["sos"])
-
-        def interval(name: str, group=group, seats=seats) -> dict[str, Any]:
-            values = [float(record[name]) for record in group]
-            summary = summarize(values, strata=seats, n_resamples=n_resamples)
-            return {"mean": summary["mean"], "ci95": summary["ci95"]}
-
+        sos = [record["sos"] for record in group]
         result.setdefault(env_id, {}).setdefault(agent, {})[opponent] = {
             "games": len(group),
             "games_per_seat": {seat: len(values) for seat, values in sorted(by_seat.items())},
-            "sos": summarize([r["sos"] for r in group], strata=seats, n_resamples=n_resamples),
-            **{rate: interval(name) for rate, name in RATES.items()},
-            "centers": interval("centers"),
+            "sos": summarize(sos, strata=seats, n_resamples=n_resamples),
+            **{rate: _mean_ci(group, name, seats, n_resamples) for rate, name in RATES.items()},
+            "centers": _mean_ci(group, "centers", seats, n_resamples),
             "sos_by_seat": {seat: float(np.mean(v)) for seat, v in sorted(by_seat.items())},
             "equal_strength_sos": 1.0 / group[0]["n_seats"],
         }
     return result
+
+
+def _mean_ci(group: list[Record], name: str, seats: list[str], n_resamples: int) -> dict[str, Any]:
+    """Mean and seat-stratified bootstrap ``ci95`` of the field ``name`` over ``group``."""
+    values = [float(record[name]) for record in group]
+    summary = summarize(values, strata=seats, n_resamples=n_resamples)
+    return {"mean": summary["mean"], "ci95": summary["ci95"]}
