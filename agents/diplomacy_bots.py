@@ -564,7 +564,7 @@ class DefensiveBot(_HeuristicBot):
         # Empty threatened own centres get the nearest free unit, off-centre units first.
         empty = sorted(
             (-board.enemy_reach[centre], self._jitter(), centre)
-            for centre in board.my_centres
+            for centre in sorted(board.my_centres)
             if centre not in held and board.contested(centre)
         )
         for _, _, centre in empty:
@@ -600,13 +600,13 @@ class DefensiveBot(_HeuristicBot):
                 supports[place] += 1
         # The rest take an uncontested neighbouring centre, else (off own centres) head for the
         # nearest own centre nobody garrisons, else hold.
-        unguarded = [centre for centre in board.my_centres if centre not in held]
+        unguarded = [centre for centre in sorted(board.my_centres) if centre not in held]
         for loc, unit in units.items():
             if loc in plan:
                 continue
             grabs = [
                 (self._jitter(), order)
-                for place in board.graph.reach[unit]
+                for place in sorted(board.graph.reach[unit])
                 if place in board.targets
                 and place not in moving
                 and place not in board.occupant
