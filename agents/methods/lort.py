@@ -234,14 +234,19 @@ class Settings:
     tolerance: float = 1e-6  # stop when ‖θ_t − θ_{t−1}‖ ≤ tolerance·max(‖θ_t‖, 1)
 
 
+Block = LeastSquares | SubspaceProximity  # a term of the fusion loss
+
+
 @dataclass(frozen=True)
 class Fit:
+    """An estimate and the FISTA iterations it took."""
+
     estimate: np.ndarray
     iterations: int
 
 
 def penalty_level(
-    blocks: Sequence[Any], total: int, shape: tuple[int, ...], noise: float, settings: Settings
+    blocks: Sequence[Block], total: int, shape: tuple[int, ...], noise: float, settings: Settings
 ) -> float:
     """λ of a variable whose loss gradient collects ``blocks`` (loss scaled by 1/``total``)."""
     d1, d2, d3 = shape
@@ -250,8 +255,8 @@ def penalty_level(
 
 
 def fuse(
-    target: Any,
-    sources: Sequence[Any],
+    target: LeastSquares,
+    sources: Sequence[Block],
     shape: tuple[int, int, int],
     noise: float,
     settings: Settings,
