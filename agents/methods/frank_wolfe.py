@@ -19,9 +19,9 @@ counting ``phi``, ``dphi`` (φ′) and ``in_domain``, the free ``gap`` = −φ�
 - :class:`AdaptiveStep` (``fw-adaptive``): Pedregosa, Negiar, Askari, Jaggi, "Linearly
   Convergent Frank-Wolfe with Backtracking Line-Search", AISTATS 2020: a local smoothness
   estimate M ← 0.9·M, γ = min(gap/(M‖d‖²), γ_max), accepted when φ(γ) ≤ φ(0) − γ·gap +
-  γ²M‖d‖²/2, else M ← 2M;
+  γ²M‖d‖²/2, else M ← 2M (no step once M passes 10²⁰);
 - :class:`BacktrackingStep` (``fw-backtracking``): Armijo backtracking from γ_max, halving until
-  φ(γ) ≤ φ(0) − 10⁻⁴·γ·gap;
+  φ(γ) ≤ φ(0) − 10⁻⁴·γ·gap (no step after 60 halvings);
 - :class:`GoldenSectionStep` (``fw-golden``): golden-section search on [0, γ_max] to a bracket
   of 10⁻⁷·γ_max, the exact line search of reference;
 - :class:`OpenLoopStep` (``fw-open-loop``): γ = 2/(t + 2), clipped to γ_max;
@@ -309,6 +309,16 @@ def _summary(result: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
     return None if summary is None else {"mean": summary["mean"], "ci95": list(summary["ci95"])}
 
 
+def _gap(result: Mapping[str, Any]) -> str | None:
+    """The mean final gap and its interval in scientific notation (claims.md rounds floats to
+    three decimals, which would print every gap as 0)."""
+    summary = result["metrics"].get("gap")
+    if summary is None:
+        return None
+    low, high = summary["ci95"]
+    return f"{summary['mean']:.2e} [{low:.2e}, {high:.2e}]"
+
+
 def _verdict_status(verdicts: Mapping[str, bool]) -> str:
     if not verdicts:
         return "not run"
@@ -321,48 +331,59 @@ def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -
     Environments are the problem labels (``least_squares``, ...); agents are read by their
     labels: ``secant``, ``adaptive``, ``backtracking``, ``golden`` (away-step FW) and the same
     with `` (FW)`` for vanilla FW. Claims 1–3 are checked on every problem where the four
-    away-step rules ran; a problem where one of them missed the tolerance in some run fails
-    them (its counts then measure the iteration cap, not the rule). Claim 4 (vanilla FW) and
-    claim 5 (the success rates) are recorded.
+    away-step rules ran (and answered valid iterates), comparing means over the same
+    instances. Every run of the secant rule must converge (and of golden-section search, for
+    claim 1); a baseline run that hits the iteration cap counts with the iterations and
+    evaluations it spent, a lower bound on what it needs, so it can only strengthen claims 2
+    and 3. Claim 4 (vanilla FW) and claim 5 (the success rates, with the paper's counts) are
+    recorded.
     """
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for result in scorecard["results"]:
         table.setdefault(result["env_id"], {})[result["agent"]] = {
             "success_rate": result["success_rate"],
-            **{m: _summary(result, m) for m in ("iterations", "evaluations", "gap")},
+            "iterations": _summary(result, "iterations"),
+            "evaluations": _summary(result, "evaluations"),
+            "gap": _gap(result),
         }
     checked = {
-        env: rows for env, rows in table.items() if all(agent in rows for agent in AWAY_RULES)
+        env: rows
+        for env, rows in table.items()
+        if all(agent in rows and rows[agent]["iterations"] for agent in AWAY_RULES)
     }
 
     def mean(env: str, agent: str, metric: str) -> float:
         return checked[env][agent][metric]["mean"]
 
-    def converged(env: str) -> bool:
-        return all(checked[env][agent]["success_rate"] == 1.0 for agent in AWAY_RULES)
+    def converged(env: str, *agents: str) -> bool:
+        return all(checked[env][agent]["success_rate"] == 1.0 for agent in agents)
 
     same = {
-        env: converged(env)
+        env: converged(env, SECANT, GOLDEN)
         and 1 / SAME_ITERATIONS
         <= mean(env, SECANT, "iterations") / mean(env, GOLDEN, "iterations")
         <= SAME_ITERATIONS
         for env in checked
     }
     fewer = {
-        env: converged(env)
+        env: converged(env, SECANT)
         and mean(env, SECANT, "evaluations") <= FEWER_EVALUATIONS * mean(env, GOLDEN, "evaluations")
         and mean(env, SECANT, "evaluations") < mean(env, BACKTRACKING, "evaluations")
         for env in checked
     }
     more = {
-        env: converged(env)
+        env: converged(env, SECANT)
         and mean(env, ADAPTIVE, "iterations") >= MORE_ITERATIONS * mean(env, SECANT, "iterations")
         for env in checked
     }
 
     def numbers(metric: str, agents: Sequence[str]) -> dict[str, dict[str, Any]]:
         return {
-            env: {agent: rows[agent][metric] for agent in agents} for env, rows in checked.items()
+            env: {
+                agent: {"success_rate": rows[agent]["success_rate"], **rows[agent][metric]}
+                for agent in agents
+            }
+            for env, rows in checked.items()
         }
 
     vanilla = {
@@ -409,8 +430,9 @@ def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -
             claim(
                 5,
                 "the share of runs reaching gap ≤ 1e-6, per problem and rule (D-optimal design "
-                "needs the domain oracle); the paper's away-step counts (iterations, f, ∇f) "
-                "for reference",
+                "needs the domain oracle; rules that test decrease on f alone can stall there "
+                "once the decrease falls below f's rounding); the paper's away-step counts "
+                "(iterations, f, ∇f) for reference",
                 "recorded",
                 success_rates={
                     env: {agent: row["success_rate"] for agent, row in rows.items()}

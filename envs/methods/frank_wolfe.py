@@ -471,11 +471,12 @@ class LineSearch:
         """``(γ, φ(γ), ∇f(x − γd))`` with γ snapped to an evaluated step within rounding (a step
         handed back as a fraction of γ_max), and the values the rule already paid for."""
         for known in (*self._values, *self._gradients):
-            if math.isclose(known, gamma, rel_tol=1e-12, abs_tol=0.0):
+            if 0.0 <= known <= self.gamma_max and math.isclose(known, gamma, rel_tol=1e-12):
                 gamma = known
                 break
         return gamma, self._values.get(gamma), self._gradients.get(gamma)
 
+    # Equal by value: Gymnasium's determinism check compares the infos of two seeded steps.
     __hash__ = None  # type: ignore[assignment]
 
     def __eq__(self, other: object) -> bool:

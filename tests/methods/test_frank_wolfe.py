@@ -157,6 +157,19 @@ def test_away_steps_keep_the_iterate_equal_to_its_vertex_weights():
     np.testing.assert_allclose(run.x, rebuilt, atol=1e-12)
 
 
+def test_a_negligible_vertex_weight_is_dropped_and_the_iterate_rebuilt():
+    instance, problem = _problem("least_squares")
+    run = FrankWolfeRun(problem, "away")
+    line = run.next_line_search()
+    target = instance.feasible_set.lmo(run.gradient)
+    line.dphi(1.0 - 1e-14)  # a gradient the driver could reuse, but x will move
+    before = problem.grad_evals
+    run.advance(1.0 - 1e-14)  # leaves x0's vertex a weight of 1e-14
+    assert run.weights == {target: 1.0}
+    np.testing.assert_array_equal(run.x, instance.feasible_set.vertex(target))
+    assert problem.grad_evals == before + 1  # ∇f at the rebuilt iterate, bought afresh
+
+
 def test_a_step_out_of_the_domain_stops_the_run_at_the_last_feasible_iterate():
     instance, problem = _problem("d_optimal")
     result = problem.run(lambda line: line.gamma_max, variant="vanilla")  # x1 = a vertex: singular
@@ -326,6 +339,20 @@ def test_the_claims_checker_passes_the_papers_pattern_and_fails_its_opposite():
     ]
     statuses = [c["status"] for c in claims({"results": opposite}, [])["claims"]]
     assert statuses == ["fail", "fail", "fail", "not run", "recorded"]
+
+
+def test_a_baseline_stopped_by_the_iteration_cap_counts_as_a_lower_bound():
+    results = [
+        _result("d_optimal", "secant", 1300, 6700),
+        _result("d_optimal", "golden", 1400, 50000),
+        _result("d_optimal", "backtracking", 2600, 90000, success=2 / 3),
+        _result("d_optimal", "adaptive", 2100, 4500),
+    ]
+    statuses = [c["status"] for c in claims({"results": results}, [])["claims"]]
+    assert statuses[:3] == ["pass", "pass", "pass"]
+    unconverged_secant = [dict(results[0], success_rate=0.5), *results[1:]]
+    statuses = [c["status"] for c in claims({"results": unconverged_secant}, [])["claims"]]
+    assert statuses[:3] == ["fail", "fail", "fail"]
 
 
 def test_the_claims_scenario_loads_with_a_quick_profile():
