@@ -223,12 +223,11 @@ class _Bot(ABC):
         self._rng = np.random.default_rng(self._seed if seed is None else seed)
 
     def act(self, observation: Any, info: dict[str, Any]) -> Any:
-        orders = self.orders(info) if info["orderable_locations"] else []
-        if info["action_format"] == "index":
-            from omnigym.envs.diplomacy.orders import orders_to_action
+        from omnigym.envs.diplomacy.orders import as_action
 
-            return orders_to_action(orders, info, observation["action_mask"].shape[0])
-        return orders
+        return as_action(
+            self.orders(info) if info["orderable_locations"] else [], observation, info
+        )
 
     @abstractmethod
     def orders(self, info: dict[str, Any]) -> list[str]:

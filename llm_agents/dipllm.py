@@ -101,7 +101,7 @@ import torch
 from torch import nn
 
 from omnigym.envs.diplomacy.board import text_view
-from omnigym.envs.diplomacy.orders import order_location, orders_to_action
+from omnigym.envs.diplomacy.orders import as_action, order_location
 
 NONE = "<none>"
 """The "no order" choice (the env's index 0) of an adjustment-phase location."""
@@ -1125,10 +1125,9 @@ class DipLLMAgent:
     # ---- playing
 
     def act(self, observation: Any, info: Mapping[str, Any]) -> Any:
-        orders = self.orders(info) if info["orderable_locations"] else []
-        if info["action_format"] == "index":
-            return orders_to_action(orders, info, observation["action_mask"].shape[0])
-        return orders
+        return as_action(
+            self.orders(info) if info["orderable_locations"] else [], observation, info
+        )
 
     @torch.inference_mode()
     def orders(self, info: Mapping[str, Any]) -> list[str]:

@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from omnigym.envs.diplomacy.orders import orders_to_action
+from omnigym.envs.diplomacy.orders import as_action
 from omnigym.llm_agents.dipllm import (
     NONE,
     DataSpec,
@@ -554,10 +554,9 @@ class SmolDipLLMAgent:
     # ---- playing
 
     def act(self, observation: Any, info: Mapping[str, Any]) -> Any:
-        orders = self.orders(info) if info["orderable_locations"] else []
-        if info["action_format"] == "index":
-            return orders_to_action(orders, info, observation["action_mask"].shape[0])
-        return orders
+        return as_action(
+            self.orders(info) if info["orderable_locations"] else [], observation, info
+        )
 
     @torch.inference_mode()
     def orders(self, info: Mapping[str, Any]) -> list[str]:

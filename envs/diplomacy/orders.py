@@ -46,6 +46,17 @@ def order_location(order: str) -> str | None:
     return words[1][:3]
 
 
+def as_action(
+    orders: Sequence[str], observation: Mapping[str, Any], info: Mapping[str, Any]
+) -> Any:
+    """``orders`` in the env's action format: the list itself for ``"orders"``, else the
+    ``index`` array (rows from the observation's ``action_mask``). What every order-choosing
+    agent returns from ``act``."""
+    if info["action_format"] == "index":
+        return orders_to_action(orders, info, observation["action_mask"].shape[0])
+    return list(orders)
+
+
 def orders_to_action(orders: Sequence[str], info: Mapping[str, Any], max_units: int) -> np.ndarray:
     """The ``index`` action (``int64`` array of ``max_units``) that submits ``orders``.
 
