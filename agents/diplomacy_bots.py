@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -273,8 +273,14 @@ class _HeuristicBot(_Bot):
         """Location -> order for a movement phase."""
 
     @abstractmethod
+    def _retreat_goals(self, board: Board) -> Collection[str]:
+        """The provinces a retreat should land on or near."""
+
     def _retreat_key(self, board: Board, unit: Unit) -> tuple:
-        """Sort key of a retreat of the (relocated) ``unit``: smaller is better."""
+        """Sort key of a retreat of the (relocated) ``unit``, smaller is better: where the
+        fewest enemy units can follow; then on one of the bot's goals; then near them."""
+        place, goals = province(unit[1]), self._retreat_goals(board)
+        return (board.enemy_reach[place], place not in goals, board.graph.nearest(unit, goals))
 
     @abstractmethod
     def _build_key(self, board: Board, unit: Unit, planned: list[Unit]) -> tuple:
@@ -518,14 +524,8 @@ class GreedySCBot(_HeuristicBot):
         ]
         return min(supports)[2] if supports else f"{unit_text(unit)} H"
 
-    def _retreat_key(self, board: Board, unit: Unit) -> tuple:
-        """Where the fewest enemy units can follow; then unowned centres; then near them."""
-        place = province(unit[1])
-        return (
-            board.enemy_reach[place],
-            place not in board.targets,
-            board.graph.nearest(unit, board.targets),
-        )
+    def _retreat_goals(self, board: Board) -> Collection[str]:
+        return board.targets
 
     def _build_key(self, board: Board, unit: Unit, planned: list[Unit]) -> tuple:
         """Nearest to a target no planned build aims at; then the type the power has fewer of."""
@@ -647,14 +647,8 @@ class DefensiveBot(_HeuristicBot):
         ]
         return min(options)[1] if options and steps < UNREACHABLE else f"{unit_text(unit)} H"
 
-    def _retreat_key(self, board: Board, unit: Unit) -> tuple:
-        """Where the fewest enemy units can follow; then own centres; then near them."""
-        place = province(unit[1])
-        return (
-            board.enemy_reach[place],
-            place not in board.my_centres,
-            board.graph.nearest(unit, board.my_centres),
-        )
+    def _retreat_goals(self, board: Board) -> Collection[str]:
+        return board.my_centres
 
     def _build_key(self, board: Board, unit: Unit, planned: list[Unit]) -> tuple:
         """The most threatened site; then the type that can enter the most threatened own

@@ -91,7 +91,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -102,6 +101,7 @@ from torch import nn
 
 from omnigym.envs.diplomacy.board import text_view
 from omnigym.envs.diplomacy.orders import as_action, order_location
+from omnigym.threads import one_torch_thread
 
 NONE = "<none>"
 """The "no order" choice (the env's index 0) of an adjustment-phase location."""
@@ -1008,17 +1008,6 @@ def _cached_env(map_name: str, max_year: int, action_format: str) -> Any:
 
 def _one_thread() -> None:
     torch.set_num_threads(1)
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the block with one torch thread, then restore the process's thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def map_in_workers(

@@ -63,6 +63,7 @@ from omnigym.evaluators.scorecard import build_scorecard, format_table, write_sc
 from omnigym.evaluators.store import EpisodeStore, read_records
 from omnigym.registry import make, spec
 from omnigym.scenario import AgentEntry, Scenario
+from omnigym.threads import one_torch_thread
 
 from .dipllm import (
     DataSpec,
@@ -71,7 +72,6 @@ from .dipllm import (
     estimate_q,
     generate_data,
     map_in_workers,
-    one_torch_thread,
     read_phases,
     rollout_tasks,
 )

@@ -10,12 +10,12 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-import torch  # noqa: E402
 from gymnasium.wrappers import FrameStackObservation  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 
 import omnigym  # noqa: E402, F401  (registers the omnigym: ids)
+from omnigym.threads import one_torch_thread  # noqa: E402
 
 
 def make_smallroom():
@@ -24,15 +24,13 @@ def make_smallroom():
 
 
 @pytest.fixture
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small batches on a shared CPU: more threads only contend
-    yield
-    torch.set_num_threads(threads)
+def one_thread():
+    with one_torch_thread():  # small batches on a shared CPU: more threads only contend
+        yield
 
 
 @pytest.mark.slow
-def test_ppo_with_stacked_grey_frames_runs_2000_steps(one_torch_thread):
+def test_ppo_with_stacked_grey_frames_runs_2000_steps(one_thread):
     envs = make_vec_env(make_smallroom, n_envs=4, seed=0)
     assert envs.observation_space.shape == (4, 64, 64)  # channels-first: no transpose needed
     model = PPO("CnnPolicy", envs, n_steps=128, batch_size=128, n_epochs=1, seed=0, verbose=0)

@@ -37,6 +37,7 @@ from omnigym.llm_agents.dipllm import (  # noqa: E402
     read_q,
     rollout_tasks,
 )
+from omnigym.threads import one_torch_thread  # noqa: E402
 
 TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "max_len": 256}
 PURE = "Diplomacy/Pure-v0"
@@ -44,7 +45,7 @@ PURE = "Diplomacy/Pure-v0"
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    with dipllm.one_torch_thread():
+    with one_torch_thread():
         yield
 
 

@@ -1,10 +1,13 @@
 """Fixtures the Safe tests share: small DSRL-format datasets rolled out in the real envs, and
 one torch thread for the agents' tiny networks."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
 import omnigym
+from omnigym import threads
 
 
 def rollout_dataset(env_id, episodes=4, seed=0, horizon=None, noise=1.0):
@@ -48,12 +51,8 @@ def point_goal_data():
 def one_torch_thread():
     """Tiny networks: with two intra-op threads on a shared 2-core machine the thread hand-offs
     cost more than the arithmetic (10x slower measured), so the Safe tests train on one."""
-    try:
-        import torch
-    except ImportError:  # the env and data tests need no torch
+    if importlib.util.find_spec("torch") is None:  # the env and data tests need no torch
         yield
         return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with threads.one_torch_thread():
+        yield
