@@ -4,19 +4,22 @@
 own environment seed and agent seed derived from that pair with NumPy's ``SeedSequence``, so a
 result never depends on which worker played it or in which order. With ``workers > 1`` the
 episodes run in local worker processes (``forkserver`` start method: no fork of a process that
-holds threads), each of which builds its environment and agent once and then plays many
-episodes. With a ``store`` the run resumes: stored episodes are skipped, new ones are appended
-and flushed one by one.
+holds threads), each of which builds its environment and agent once per evaluation and then
+plays many episodes. A :class:`WorkerPool` keeps those processes (and the libraries they have
+imported) across evaluations: a scenario plays all its (environment, agent) pairs in one pool
+instead of starting one per pair. With a ``store`` the run resumes: stored episodes are
+skipped, new ones are appended and flushed one by one.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -114,17 +117,81 @@ def _achievements(achievements: Any) -> dict[str, int] | list[str]:
     return sorted(achievements)
 
 
+def _close(job: Job, env: Any, agent: Any) -> None:
+    env.close()
+    # An agent built from its name is the evaluation's to close (engines, model servers).
+    close_agent = getattr(agent, "close", None)
+    if isinstance(job.agent, str) and close_agent is not None:
+        close_agent()
+
+
 _worker_state: dict[str, Any] = {}
 
 
-def _init_worker(job: Job) -> None:
-    _worker_state["job"] = job
-    _worker_state["env"], _worker_state["agent"] = job.build()
-
-
-def _worker_episodes(tasks: list[tuple[int, int]]) -> list[Record]:
+def _worker_episodes(token: int, payload: bytes, tasks: list[tuple[int, int]]) -> list[Record]:
+    """Play ``tasks`` of the evaluation ``token``; its environment and agent are built from
+    ``payload`` (the pickled :class:`Job`) on this worker's first batch of it, and the previous
+    evaluation's are closed then."""
+    if _worker_state.get("token") != token:
+        if "job" in _worker_state:
+            _close(_worker_state["job"], _worker_state["env"], _worker_state["agent"])
+            _worker_state.clear()
+        job = pickle.loads(payload)
+        _worker_state["env"], _worker_state["agent"] = job.build()
+        _worker_state["job"], _worker_state["token"] = job, token
     job, env, agent = _worker_state["job"], _worker_state["env"], _worker_state["agent"]
     return [job.tag(run_episode(env, agent, seed, episode)) for seed, episode in tasks]
+
+
+class WorkerPool:
+    """Local worker processes that play the episodes of one evaluation after another.
+
+    Started on first use and stopped on ``close()`` (or at the end of a ``with`` block). Each
+    evaluation's :class:`Job` is pickled once and built at most once per worker.
+    """
+
+    _tokens = itertools.count()
+
+    def __init__(self, workers: int):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def run(self, job: Job, tasks: list[tuple[int, int]], collect: Callable[[Record], None]):
+        """Play ``tasks`` (``(seed, episode)`` pairs) of ``job``, passing each record to
+        ``collect`` as its batch comes back."""
+        if self._executor is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["omnigym"])
+            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        token, payload = next(self._tokens), pickle.dumps(job)
+        # Episodes travel in small batches: one message per episode would cost the parent as
+        # much CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32
+        # episodes, so a killed run loses little, and at most 4 batches per worker are in flight.
+        size = max(1, min(32, len(tasks) // (8 * self.workers)))
+        batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
+        in_flight = set()
+        while True:
+            for batch in itertools.islice(batches, 4 * self.workers - len(in_flight)):
+                in_flight.add(self._executor.submit(_worker_episodes, token, payload, batch))
+            if not in_flight:
+                break
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                for record in future.result():
+                    collect(record)
 
 
 def evaluate(
@@ -139,6 +206,7 @@ def evaluate(
     env_label: str | None = None,
     store: EpisodeStore | None = None,
     on_episode: Callable[[Record], None] | None = None,
+    pool: WorkerPool | None = None,
 ) -> list[Record]:
     """Play ``episodes`` episodes for each of ``seeds`` and return their records.
 
@@ -147,7 +215,8 @@ def evaluate(
     with the registered id as ``env_base``) and ``agent`` (``label``,
     by default the agent's name or class name). Episodes already in ``store`` are not replayed;
     new ones are appended to it as they finish. ``on_episode`` is called after each new episode
-    (progress bars).
+    (progress bars). ``pool`` runs the episodes in that :class:`WorkerPool` (its worker count
+    replaces ``workers``); without one, ``workers > 1`` starts a pool for this call alone.
     """
     spec(env_id)  # unknown ids fail here, before any process starts
     if episodes < 1:
@@ -171,48 +240,19 @@ def evaluate(
         if on_episode is not None:
             on_episode(record)
 
-    if todo and workers == 1:
+    tasks = [(seed, episode) for _, _, seed, episode in todo]
+    if pool is not None and todo:
+        pool.run(job, tasks, collect)
+    elif todo and workers == 1:
         env, built_agent = job.build()
         try:
-            for _, _, seed, episode in todo:
-                record = run_episode(env, built_agent, seed, episode)
-                collect(job.tag(record))
+            for seed, episode in tasks:
+                collect(job.tag(run_episode(env, built_agent, seed, episode)))
         finally:
-            env.close()
-            # An agent built here from its name is ours to close (engines, model servers).
-            close_agent = getattr(built_agent, "close", None)
-            if isinstance(agent, str) and close_agent is not None:
-                close_agent()
+            _close(job, env, built_agent)
     elif todo:
-        _run_in_workers(job, [(seed, episode) for _, _, seed, episode in todo], workers, collect)
+        with WorkerPool(workers) as own_pool:
+            own_pool.run(job, tasks, collect)
     if store is None:
         return [fresh[key] for key in keys]
     return store.select(keys)
-
-
-def _run_in_workers(
-    job: Job,
-    tasks: list[tuple[int, int]],
-    workers: int,
-    collect: Callable[[Record], None],
-) -> None:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["omnigym"])
-    # Episodes travel in small batches: one message per episode would cost the parent as much
-    # CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32 episodes,
-    # so a killed run loses little, and at most 4 batches per worker are in flight.
-    size = max(1, min(32, len(tasks) // (8 * workers)))
-    batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(job,)
-    ) as pool:
-        in_flight = set()
-        while True:
-            for batch in islice(batches, 4 * workers - len(in_flight)):
-                in_flight.add(pool.submit(_worker_episodes, batch))
-            if not in_flight:
-                break
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                for record in future.result():
-                    collect(record)

@@ -39,7 +39,7 @@ from omnigym.scenario import AgentEntry, EnvEntry, Scenario
 from .claims import write_claims
 from .io import atomic_write_text
 from .report import write_report
-from .rollout import Record, evaluate
+from .rollout import Record, WorkerPool, evaluate
 from .scorecard import build_scorecard, format_table, write_scorecard
 from .store import EpisodeStore, read_records
 
@@ -82,12 +82,14 @@ def run_scenario(
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "scenario.yaml", yaml.safe_dump(scenario.model_dump(), sort_keys=False))
     records: list[Record] = []
-    with EpisodeStore(out) as store:
+    # One pool for the whole run: workers start (and import their libraries) once, not once
+    # per (environment, agent) pair.
+    with EpisodeStore(out) as store, WorkerPool(scenario.workers) as pool:
         for env in scenario.envs:
             for agent in scenario.agents:
                 if not agent.runs_on(env):
                     continue
-                records += _evaluate_agent(scenario, env, agent, store, on_episode, out)
+                records += _evaluate_agent(scenario, env, agent, store, on_episode, out, pool)
     output = write_outputs(records, out, title=scenario.name)
     checker = scenario.options.get("claims")
     if checker is None:
@@ -104,11 +106,13 @@ def _evaluate_agent(
     store: EpisodeStore,
     on_episode: Callable[[Record], None] | None,
     folder: Path,
+    pool: WorkerPool,
 ) -> list[Record]:
     common = dict(
         episodes=scenario.episodes,
         env_kwargs=env.kwargs,
         workers=scenario.workers,
+        pool=pool if scenario.workers > 1 else None,
         label=agent.display,
         env_label=env.display,
         store=store,
