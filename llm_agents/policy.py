@@ -1,0 +1,514 @@
+"""``LMPolicy``: a language model that plays an LMRL text task, one utterance per turn.
+
+LMRL-Gym (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with
+Language Models", ICML 2025) conditions its GPT-2 policies on the whole interaction so far and
+lets them write the next utterance. Here (issue 8 item 2; spec ``lmrl.md`` §7):
+
+- **Prompt** (:class:`PromptFormat`). The task's instructions (:data:`TASKS`, one entry per
+  LMRL id; a generic line for other text envs), then the observation — the env's transcript, or
+  the position for Chess and Endgames — then the cue for the next line. A plain model reads
+  ``instructions + "\\n\\n" + observation + "\\n"`` (:func:`format_prompt`), so its completion
+  is the transcript's next line; a model with a chat template (SmolLM2-Instruct) gets the
+  instructions as the system message and the observation as the user message. The pieces are
+  tokenised separately and the observation is cut from the left to fit ``max_prompt_tokens``,
+  so the instructions always survive and training (:mod:`omnigym.llm_agents.data`) and play see
+  the same token ids. The completion is the action's tokens and the end-of-sequence token.
+- **Constrained decoding** (``constrained=True``, the default) where the env lists
+  ``info["legal_actions"]`` (Maze, Text-Nav, Chess, Endgames): every legal action is scored by
+  its log-likelihood under the model (:meth:`LMPolicy.action_log_likelihoods`; the prompt runs
+  once and its key/value cache is shared by the candidates, scored ``batch_size`` at a time);
+  the best is played, or one is sampled from their softmax at ``temperature > 0``. Elsewhere,
+  and with ``constrained=False``: greedy or sampled generation (``transformers``' ``generate``)
+  up to the end-of-sequence token, a newline or ``max_new_tokens``; the text is passed to the
+  env as it is, so text that parses to nothing is a move the task penalises. Spec §7 makes
+  unconstrained decoding the default, as LMRL-Gym does; issue 8 asks for constrained decoding
+  where the task lists legal actions, which is what small models trained on small datasets
+  need to be measured at all — ``constrained=False`` gives LMRL's setting.
+- **Batching.** :meth:`LMPolicy.act_batch` decides for many observations (episodes) at once:
+  unconstrained ones share left-padded ``generate`` calls of ``batch_size`` prompts.
+- **Out-of-memory guard** (:func:`check_inference_budget`): ``batch_size``,
+  ``max_new_tokens`` and ``max_prompt_tokens`` are checked at construction against the model's
+  context and a memory limit (key/value cache of a full batch plus the logits of its new
+  tokens), before anything runs.
+- **Models** (:func:`omnigym.llm_agents.models.load_model`): ``"tiny"`` (an untrained tiny
+  model whose tokenizer is trained on the task's committed dataset — a smoke-test baseline),
+  ``"smollm2"`` (SmolLM2-135M-Instruct: with the task instructions, the zero-shot prompting
+  baseline that stands in for the paper's GPT-4 row), or a path (a checkpoint of an LM agent,
+  whose saved policy settings become the defaults, or a Hugging Face folder). The agent names
+  ``lm:tiny``, ``lm:smollm2`` and ``lm:/path`` resolve through :func:`agent_factory`.
+
+Seeding: sampled actions come from a NumPy generator (``reset(seed)``) that also seeds a
+forked torch generator around ``generate``, so the caller's global generators are untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from omnigym.llm_agents.models import (
+    CHECKPOINT_FILE,
+    SMOLLM2,
+    TINY,
+    LanguageModel,
+    TinyConfig,
+    load_checkpoint,
+    load_model,
+    model_path,
+)
+
+MEMORY_LIMIT = 8 * 2**30
+"""Default ceiling, in bytes, of :func:`inference_bytes` (8 GiB)."""
+DEFAULT_CONTEXT = 1024
+"""Prompt plus new tokens when the model allows more (SmolLM2 has 8,192 positions)."""
+STOP = "\n"
+SENTINEL = "\x00OBSERVATION\x00"
+
+
+# ---- the tasks' prompts ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskPrompt:
+    """What a task tells the model, and how many tokens its longest usual action needs."""
+
+    instructions: str
+    max_new_tokens: int
+
+
+_MOVES = "Reply with one move: move up, move down, move left or move right."
+_NAV = (
+    "You are in a house. Put the stale food in the fridge, then close the fridge. Reply with "
+    "one of the admissible commands, such as go north, take stale food from coffee table, open "
+    "fridge, put stale food in fridge or close fridge."
+)
+_SAN = "Reply with one legal move in standard algebraic notation, such as e4, Nf3 or Qxd7+."
+
+TASKS: dict[str, TaskPrompt] = {
+    "LMRL/MazeFO-v0": TaskPrompt(
+        "You are in a maze. Each message gives the goal's position, your position and the "
+        f"walls next to you. Reach the goal in as few moves as possible. {_MOVES}",
+        8,
+    ),
+    "LMRL/MazePO-v0": TaskPrompt(
+        "You are in a maze and only see the walls next to you. Find the goal in as few moves "
+        f"as possible. {_MOVES}",
+        8,
+    ),
+    "LMRL/TextNavFO-v0": TaskPrompt(_NAV, 16),
+    "LMRL/TextNavPO-v0": TaskPrompt(_NAV, 16),
+    "LMRL/Wordle-v0": TaskPrompt(
+        "Play Wordle: find the hidden five-letter English word in at most six guesses. After "
+        "each guess every letter is marked g (right letter, right place), y (in the word, "
+        "elsewhere) or b (not in the word). Reply with one lowercase five-letter word.",
+        8,
+    ),
+    "LMRL/Chess-v0": TaskPrompt(
+        "Play chess as White against an engine; the position is a FEN with spaces between its "
+        f"characters. {_SAN}",
+        8,
+    ),
+    "LMRL/Endgames-v0": TaskPrompt(
+        "Chess endgame: you are White and must checkmate the lone black king; the position is "
+        f"a FEN with spaces between its characters. {_SAN}",
+        8,
+    ),
+    "LMRL/TwentyQuestions-v0": TaskPrompt(
+        "Play Twenty Questions: find the hidden object by asking yes/no questions that start "
+        "with Is, Does, Can, Do, Are or Could. To guess, ask: Is it a <object>? Reply with one "
+        "question.",
+        32,
+    ),
+    "LMRL/GuessMyCity-v0": TaskPrompt(
+        "Guess My City: find the hidden city by asking about it (its food, weather, language, "
+        "landmarks, sports) or asking yes/no questions. To guess, ask: Is it <city>? Reply "
+        "with one question.",
+        32,
+    ),
+    "LMRL/CarDealer-v0": TaskPrompt(
+        "You are a car salesperson talking to a buyer. Sell a car the buyer wants at a good "
+        "price: mention the features they ask for and offer prices in dollars. Reply with what "
+        "you say next, on one line.",
+        64,
+    ),
+}
+GENERIC = TaskPrompt("Write your next message, on one line.", 32)
+
+
+def task_prompt(env_id: str | None) -> TaskPrompt:
+    """The instructions of ``env_id`` (the generic ones for an id with none)."""
+    return TASKS.get(env_id or "", GENERIC)
+
+
+def format_prompt(env_id: str | None, observation: str, instructions: bool = True) -> str:
+    """The prompt a plain (non-chat) model reads for ``observation``, untruncated."""
+    head = f"{task_prompt(env_id).instructions}\n\n" if instructions else ""
+    return f"{head}{observation}\n"
+
+
+def task_corpus(env_id: str | None, records: Iterable[Mapping[str, Any]] | None = None) -> list:
+    """Texts to train a tiny model's tokenizer on: every turn of ``records`` (default: the
+    env's committed dataset fixture, when it has one) and the task's instructions, repeated
+    once per episode so that their words become tokens too."""
+    if records is None:
+        from omnigym.envs.lmrl.datasets import fixture_path, load_fixture
+
+        records = load_fixture(env_id) if env_id and fixture_path(env_id).is_file() else []
+    texts, episodes = [], 0
+    for record in records:
+        texts += [turn["text"] for turn in record["turns"]]
+        episodes += 1
+    return texts + [task_prompt(env_id).instructions] * max(episodes, 1)
+
+
+class PromptFormat:
+    """Token ids of prompts and completions for one tokenizer and task (module docstring).
+
+    ``encode(observation)`` is the prompt: the head (instructions and, for chat models, the
+    template up to the user's message), the observation's last tokens, then the tail (``"\\n"``,
+    or the template's end of the user message and start of the assistant's); at most
+    ``max_prompt_tokens`` ids. ``completion(action)`` is the action's ids and the
+    end-of-sequence id.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        env_id: str | None,
+        max_prompt_tokens: int,
+        instructions: bool = True,
+    ):
+        self.tokenizer = tokenizer
+        self.env_id = env_id
+        self.instructions = instructions
+        text = task_prompt(env_id).instructions
+        if getattr(tokenizer, "chat_template", None):
+            messages = [{"role": "user", "content": SENTINEL}]
+            if instructions:
+                messages.insert(0, {"role": "system", "content": text})
+            rendered = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+            head, tail = rendered.split(SENTINEL)
+        else:
+            head, tail = format_prompt(env_id, SENTINEL, instructions).split(SENTINEL)
+        self.head = self.ids(head)
+        self.tail = self.ids(tail)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.budget = max_prompt_tokens - len(self.head) - len(self.tail)
+        if self.budget < 1:
+            raise ValueError(
+                f"max_prompt_tokens ({max_prompt_tokens}) leaves no room for the observation: "
+                f"the instructions and framing take {len(self.head) + len(self.tail)} tokens"
+            )
+
+    def ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def encode(self, observation: str) -> list[int]:
+        return self.head + self.ids(observation)[-self.budget :] + self.tail
+
+    def completion(self, action: str) -> list[int]:
+        return [*self.ids(action), self.tokenizer.eos_token_id]
+
+    def example(self, observation: str, action: str) -> tuple[list[int], list[int]]:
+        """``(input_ids, completion_mask)`` of one training example: 0 on the prompt, 1 on the
+        completion (TRL's prompt-completion format, pre-tokenised)."""
+        prompt, completion = self.encode(observation), self.completion(action)
+        return prompt + completion, [0] * len(prompt) + [1] * len(completion)
+
+
+# ---- the out-of-memory guard -------------------------------------------------------------------
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def inference_bytes(lm: LanguageModel, batch_size: int, tokens: int, new_tokens: int) -> int:
+    """Memory that grows with the batch: the key/value cache of ``batch_size`` sequences of
+    ``tokens`` tokens plus float32 logits over the vocabulary for ``new_tokens`` of each."""
+    return batch_size * (tokens * lm.kv_bytes_per_token + new_tokens * lm.vocab_size * 4)
+
+
+def check_inference_budget(
+    lm: LanguageModel,
+    batch_size: int,
+    max_new_tokens: int,
+    max_prompt_tokens: int,
+    memory_limit: int = MEMORY_LIMIT,
+) -> None:
+    """Raise ``ValueError`` (naming the argument) unless every size is a positive int, prompt
+    plus new tokens fit the model's context and a full batch stays under ``memory_limit``."""
+    for name, value in (
+        ("batch_size", batch_size),
+        ("max_new_tokens", max_new_tokens),
+        ("memory_limit", memory_limit),
+    ):
+        _positive_int(name, value)
+    if max_new_tokens >= lm.context:
+        raise ValueError(
+            f"max_new_tokens ({max_new_tokens}) must be below the model's context of "
+            f"{lm.context} tokens, which also holds the prompt"
+        )
+    _positive_int("max_prompt_tokens", max_prompt_tokens)
+    if max_prompt_tokens + max_new_tokens > lm.context:
+        raise ValueError(
+            f"max_prompt_tokens ({max_prompt_tokens}) + max_new_tokens ({max_new_tokens}) "
+            f"exceed the model's context of {lm.context} tokens"
+        )
+    need = inference_bytes(lm, batch_size, max_prompt_tokens + max_new_tokens, max_new_tokens)
+    if need > memory_limit:
+        raise ValueError(
+            f"batch_size {batch_size} with max_new_tokens {max_new_tokens} and "
+            f"max_prompt_tokens {max_prompt_tokens} needs about {need / 2**30:.2f} GiB, over "
+            f"memory_limit ({memory_limit / 2**30:.2f} GiB): lower batch_size or the token counts"
+        )
+
+
+# ---- the agent ---------------------------------------------------------------------------------
+
+
+def env_id_of(env: Any) -> str | None:
+    """The registered id of a made environment (``env.spec.id``), if it has one."""
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "id", None)
+
+
+class LMPolicy:
+    """An omnigym agent: a causal language model that writes the next utterance.
+
+    Args:
+        env: the environment to be played; only its id is read (for the task's instructions
+            and, for ``"tiny"``, its dataset fixture).
+        model: ``"tiny"``, ``"smollm2"``, a path (:func:`omnigym.llm_agents.models.load_model`)
+            or a loaded :class:`~omnigym.llm_agents.models.LanguageModel`.
+        env_id: the task, when there is no ``env`` (or to override its id).
+        constrained: score ``info["legal_actions"]`` where the env lists them (module
+            docstring); False always generates.
+        temperature: 0 plays the most likely action (greedy); above 0 samples at it.
+        max_new_tokens: generated tokens per action (default: the task's :class:`TaskPrompt`).
+        max_prompt_tokens: prompt length (default: 1,024 or the model's context if smaller,
+            minus ``max_new_tokens``).
+        instructions: put the task's instructions in the prompt (default: for every model but
+            a tiny one, which is trained from scratch and cannot read them; they would take
+            about 50 of its tokens in every prompt).
+        batch_size: prompts per ``generate`` call and candidates per scoring pass.
+        memory_limit: bytes a full batch may take (:func:`check_inference_budget`).
+        seed: seeds sampled actions (and an untrained tiny model's weights).
+        threads: torch threads of this process, set once (None: leave as is).
+        tiny: the architecture of an untrained ``"tiny"`` model.
+    """
+
+    def __init__(
+        self,
+        env: Any = None,
+        model: str | os.PathLike | LanguageModel = TINY,
+        env_id: str | None = None,
+        constrained: bool | None = None,
+        temperature: float | None = None,
+        max_new_tokens: int | None = None,
+        max_prompt_tokens: int | None = None,
+        instructions: bool | None = None,
+        batch_size: int = 8,
+        memory_limit: int = MEMORY_LIMIT,
+        seed: int = 0,
+        threads: int | None = None,
+        tiny: TinyConfig | None = None,
+    ):
+        if threads is not None:
+            torch.set_num_threads(_positive_int("threads", threads))
+        self.env_id = env_id or env_id_of(env)
+        saved: dict[str, Any] = {}
+        if isinstance(model, LanguageModel):
+            self.lm = model
+        elif model == TINY:
+            self.lm = load_model(TINY, task_corpus(self.env_id), tiny or TinyConfig(seed=seed))
+        elif Path(model).expanduser().joinpath(CHECKPOINT_FILE).is_file():
+            self.lm, settings = load_checkpoint(Path(model).expanduser())
+            saved = settings.get("policy", {})
+        else:
+            self.lm = load_model(model)
+        self.env_id = self.env_id or saved.get("env_id")
+
+        def setting(given: Any, key: str, default: Any) -> Any:
+            """The argument when given, else the checkpoint's setting, else the default."""
+            return given if given is not None else saved.get(key, default)
+
+        self.constrained = bool(setting(constrained, "constrained", True))
+        self.temperature = float(setting(temperature, "temperature", 0.0))
+        if not math.isfinite(self.temperature) or self.temperature < 0:
+            raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+        default_new = task_prompt(self.env_id).max_new_tokens
+        self.max_new_tokens = _positive_int(
+            "max_new_tokens", setting(max_new_tokens, "max_new_tokens", default_new)
+        )
+        max_prompt_tokens = setting(
+            max_prompt_tokens,
+            "max_prompt_tokens",
+            min(self.lm.context, DEFAULT_CONTEXT) - self.max_new_tokens,
+        )
+        instructions = setting(instructions, "instructions", self.lm.base != TINY)
+        check_inference_budget(
+            self.lm, batch_size, self.max_new_tokens, max_prompt_tokens, memory_limit
+        )
+        self.batch_size = batch_size
+        self.format = PromptFormat(
+            self.lm.tokenizer, self.env_id, max_prompt_tokens, bool(instructions)
+        )
+        self.seed = int(seed)
+        self._rng = np.random.default_rng(self.seed)
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        return self.format.max_prompt_tokens
+
+    def settings(self) -> dict[str, Any]:
+        """The decoding settings, as a checkpoint records them (the defaults of a reload)."""
+        return {
+            "env_id": self.env_id,
+            "constrained": self.constrained,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "instructions": self.format.instructions,
+        }
+
+    def reset(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(self.seed if seed is None else seed)
+
+    # ---- playing
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        return self.act_batch([observation], [info])[0]
+
+    def act_batch(
+        self, observations: Sequence[str], infos: Sequence[Mapping[str, Any]]
+    ) -> list[str]:
+        """One action per (observation, info) pair, e.g. one per episode of a batch of envs."""
+        if len(observations) != len(infos):
+            raise ValueError(f"{len(observations)} observations but {len(infos)} infos")
+        actions: list[str | None] = [None] * len(observations)
+        free = []
+        for row, (observation, info) in enumerate(zip(observations, infos, strict=True)):
+            legal = info.get("legal_actions") if self.constrained else None
+            if legal:
+                actions[row] = legal[self._pick(self.action_log_likelihoods(observation, legal))]
+            else:
+                free.append(row)
+        for start in range(0, len(free), self.batch_size):
+            rows = free[start : start + self.batch_size]
+            for row, text in zip(rows, self.generate([observations[r] for r in rows]), strict=True):
+                actions[row] = text
+        return actions
+
+    def _pick(self, scores: np.ndarray) -> int:
+        if self.temperature == 0:
+            return int(np.argmax(scores))
+        logits = scores / self.temperature
+        probabilities = np.exp(logits - logits.max())
+        return int(self._rng.choice(len(scores), p=probabilities / probabilities.sum()))
+
+    @torch.inference_mode()
+    def action_log_likelihoods(self, observation: str, actions: Sequence[str]) -> np.ndarray:
+        """log p(action | prompt) of each action: the sum over its completion tokens (the
+        action and the end of sequence), float64. The prompt runs once; its key/value cache is
+        expanded over each chunk of ``batch_size`` candidates."""
+        from transformers import DynamicCache
+
+        model = self.lm.model
+        prompt = model(input_ids=torch.tensor([self.format.encode(observation)]), use_cache=True)
+        cache = [(layer.keys, layer.values) for layer in prompt.cache.layers]
+        first = torch.log_softmax(prompt.logits[0, -1].double(), dim=-1)
+        scores = []
+        for start in range(0, len(actions), self.batch_size):
+            batch = [
+                self.format.completion(action)
+                for action in actions[start : start + self.batch_size]
+            ]
+            width = max(map(len, batch))
+            targets = torch.full((len(batch), width), -100, dtype=torch.long)
+            for row, ids in enumerate(batch):
+                targets[row, : len(ids)] = torch.tensor(ids)
+            score = first[targets[:, 0]]
+            if width > 1:
+                # Right padding: causal attention keeps it out of every real position.
+                past = DynamicCache(
+                    ddp_cache_data=[
+                        (k.expand(len(batch), -1, -1, -1), v.expand(len(batch), -1, -1, -1))
+                        for k, v in cache
+                    ]
+                )
+                logits = model(input_ids=targets[:, :-1].clamp(min=0), cache=past).logits
+                rest = targets[:, 1:]
+                picked = torch.log_softmax(logits.double(), dim=-1).gather(
+                    2, rest.clamp(min=0)[..., None]
+                )[..., 0]
+                score = score + (picked * (rest != -100)).sum(dim=1)
+            scores.append(score.numpy())
+        return np.concatenate(scores)
+
+    @torch.inference_mode()
+    def generate(self, observations: Sequence[str]) -> list[str]:
+        """One generated line per observation (at most ``batch_size`` of them): greedy or
+        sampled, up to the end of sequence, a newline or ``max_new_tokens``; stripped."""
+        from transformers import GenerationConfig
+
+        if len(observations) > self.batch_size:
+            raise ValueError(f"{len(observations)} prompts exceed batch_size {self.batch_size}")
+        tokenizer = self.lm.tokenizer
+        prompts = [self.format.encode(observation) for observation in observations]
+        width = max(map(len, prompts))
+        pad = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):  # left padding: every prompt ends at the same column
+            input_ids[row, width - len(ids) :] = torch.tensor(ids)
+            attention_mask[row, width - len(ids) :] = 1
+        sample = self.temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            temperature=self.temperature if sample else None,
+            top_k=0 if sample else None,
+            top_p=1.0 if sample else None,
+            pad_token_id=pad,
+            eos_token_id=tokenizer.eos_token_id,
+            stop_strings=[STOP],
+        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(self._rng.integers(2**63)))
+            output = self.lm.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=config,
+                tokenizer=tokenizer,
+            )
+        texts = tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
+        return [text.split(STOP, 1)[0].strip() for text in texts]
+
+
+# ---- agent names ---------------------------------------------------------------------------
+
+
+def agent_factory(argument: str) -> Any:
+    """The factory behind the agent name ``lm:ARGUMENT`` (``lm:tiny``, ``lm:smollm2``,
+    ``lm:/path/to/model_or_checkpoint``): :class:`LMPolicy` with ``model=ARGUMENT``. A path is
+    checked here, so a bad name fails before any episode runs."""
+    if not argument:
+        raise ValueError("lm: needs a model: lm:tiny, lm:smollm2 or lm:/path/to/model")
+    if argument not in (TINY, SMOLLM2):
+        model_path(argument)
+    return functools.partial(LMPolicy, model=argument)
