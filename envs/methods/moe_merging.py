@@ -65,6 +65,8 @@ import numpy as np
 from gymnasium import spaces
 from scipy import special
 
+from omnigym.threads import one_torch_thread
+
 from .core import MethodEnv
 
 N_EXPERTS = 16
@@ -274,9 +276,7 @@ def train_byte_lm(seed: int, size: Size, sigma: float, router: str) -> ByteLM:
     }
     train, _, _ = stdlib_corpus()
     batches = rng.integers(CONTEXT, len(train), (size.lm_steps, 256))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         params = {
             name: torch.tensor(value, dtype=torch.float32, requires_grad=True)
             for name, value in initial.items()
@@ -289,8 +289,6 @@ def train_byte_lm(seed: int, size: Size, sigma: float, router: str) -> ByteLM:
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-    finally:
-        torch.set_num_threads(threads)
     trained = {name: value.detach().double().numpy() for name, value in params.items()}
     return ByteLM(
         embedding=trained["embedding"],
