@@ -146,7 +146,8 @@ def fresh_agent(smollm2, **kwargs):
 
 @pytest.fixture(scope="module")
 def training_examples(data_file):
-    examples = sample_examples(data_file, 16, seed=0)
+    # four examples: one batch of a 135M-parameter model's forward and backward is the cost here
+    examples = sample_examples(data_file, 4, seed=0)
     rng = np.random.default_rng(0)
     return [
         dataclasses.replace(example, weight=float(weight))
@@ -159,7 +160,7 @@ def trained(smollm2, training_examples):
     agent = fresh_agent(smollm2, seed=1)
     before = weighted_nll(agent.model, agent.tokenizer, training_examples)
     generators = global_generators()
-    losses = agent.learn(training_examples, LMTrainConfig(epochs=1, batch_size=16, seed=1))
+    losses = agent.learn(training_examples, LMTrainConfig(epochs=1, batch_size=4, seed=1))
     untouched = global_generators() == generators
     after = weighted_nll(agent.model, agent.tokenizer, training_examples)
     return agent, before, losses, after, untouched
@@ -202,7 +203,7 @@ def test_lora_trains_only_the_attention_projections(smollm2):
 @pytest.mark.slow
 def test_trl_training_starts_from_the_q_weighted_nll_and_lowers_it(trained):
     _, before, losses, after, _ = trained
-    assert len(losses) == 1  # one update on one batch of 16
+    assert len(losses) == 1  # one update on one batch of 4
     # the update's loss is Σ w · NLL / n on the untouched model
     assert losses[0] == pytest.approx(before, rel=1e-4)
     assert after < before
@@ -228,17 +229,18 @@ def test_cached_scoring_equals_the_trained_likelihood(trained, training_examples
 
 
 @pytest.mark.slow
-def test_agent_orders_every_power_legally_in_both_action_formats(smollm2):
+def test_agent_orders_legally_in_both_action_formats(smollm2):
     agent = fresh_agent(smollm2, seed=2)
     env = omnigym.make(STANDARD, action_format="orders")
     observations, infos = env.reset(seed=0)
-    actions = {}
-    for power in env.agents:
-        orders = agent.act(observations[power], infos[power])
-        legal = infos[power]["possible_orders"]
-        assert len(orders) == len(infos[power]["orderable_locations"])
-        assert all(order in legal[order_location(order)] for order in orders)
-        actions[power] = orders
+    bot = GreedySCBot(seed=0)
+    actions = {power: bot.act(observations[power], infos[power]) for power in env.agents}
+    # France: two armies and a fleet; the six other powers play the greedy bot's orders
+    orders = agent.act(observations["FRANCE"], infos["FRANCE"])
+    legal = infos["FRANCE"]["possible_orders"]
+    assert len(orders) == len(infos["FRANCE"]["orderable_locations"]) == 3
+    assert all(order in legal[order_location(order)] for order in orders)
+    actions["FRANCE"] = orders
     _, _, _, _, infos = env.step(actions)
     assert all(info["invalid_orders"] == [] for info in infos.values())
     index_env = omnigym.make(STANDARD, action_format="index")
@@ -249,15 +251,15 @@ def test_agent_orders_every_power_legally_in_both_action_formats(smollm2):
 
 
 @pytest.mark.slow
-def test_agent_plays_to_1902_against_greedy_bots_without_invalid_orders(smollm2):
+def test_agent_plays_a_game_year_against_greedy_bots_without_invalid_orders(smollm2):
     agent = fresh_agent(smollm2, seed=3)
     seats = ["AUSTRIA", "ENGLAND", "FRANCE", "GERMANY", "ITALY", "RUSSIA", "TURKEY"]
     agents = {
         seat: agent if seat == "FRANCE" else GreedySCBot(seed=i) for i, seat in enumerate(seats)
     }
-    record = play_match(STANDARD, agents, seed=0, env_kwargs={"max_year": 1902})
+    record = play_match(STANDARD, agents, seed=0, env_kwargs={"max_year": 1901})
     assert record["results"]["FRANCE"]["invalid_orders"] == 0
-    assert record["phases"] >= 6  # S1901M .. W1902A
+    assert record["phases"] >= 3  # S1901M, F1901M, W1901A (and retreats if any)
 
 
 @pytest.mark.slow
