@@ -72,7 +72,7 @@ class MCConfig:
     policy: str | None = None  # a BC checkpoint folder to start from; None: train BC first
     bc: dict[str, Any] = field(default_factory=dict)  # BCConfig fields of the BC stage
     bc_updates: int | None = None  # BC updates; None: the learn() budget
-    lr: float = 3e-4  # AdamW, critic
+    lr: float = 1e-3  # AdamW, critic
     batch_size: int = 32  # agent turns per critic update
     max_grad_norm: float = 1.0
     beta: float = 8.0  # weight of Q, in units of the dataset's return-to-go std
@@ -305,11 +305,17 @@ class MCReturnsAgent:
         _require_positive_int("budget", budget)
         require_llm_stack()
         with one_torch_thread(), global_rng_preserved():
-            env_id, records = load_records(
-                dataset, self.bc_config.dataset_episodes, self.bc_config.dataset_seed
-            )
+            seed = int(self._rng.integers(2**31 - 1))
+            if self.bc is None and self.config.policy is not None:
+                self.bc = BCAgent(seed=seed).load(self.config.policy)
+            # The policy's dataset settings, when it exists: a critic learns on its data.
+            data = self.bc_config if self.bc is None else self.bc.config
+            env_id, records = load_records(dataset, data.dataset_episodes, data.dataset_seed)
             if self.bc is None:
-                self.bc = self._policy_stage(records, budget)
+                config = self.bc_config
+                self.bc = BCAgent(
+                    seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)}
+                ).learn(records, self.config.bc_updates or budget)
             elif env_id != self.env_id:
                 raise ValueError(f"this agent was trained on {self.env_id}, not {env_id}")
             examples = dataset_examples(records, env_id)
@@ -321,14 +327,6 @@ class MCReturnsAgent:
             self._fit(examples, budget)
         self.updates += budget
         return self
-
-    def _policy_stage(self, records: list[dict[str, Any]], budget: int) -> BCAgent:
-        seed = int(self._rng.integers(2**31 - 1))
-        if self.config.policy is not None:
-            return BCAgent(seed=seed).load(self.config.policy)
-        config = self.bc_config
-        bc = BCAgent(seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)})
-        return bc.learn(records, self.config.bc_updates or budget)
 
     def _fresh_critic(self, bias: float) -> UtteranceCritic:
         with torch.random.fork_rng(devices=[]):

@@ -290,8 +290,8 @@ class PPOAgent:
         """The dataset's agent turns for the BC loss (none when its weight is 0)."""
         if self.bc_weight(env_id) == 0:
             return []
-        bc_config = self.bc_config
-        _, records = load_records(env_id, bc_config.dataset_episodes, bc_config.dataset_seed)
+        data = self.bc.config  # the policy's own dataset
+        _, records = load_records(env_id, data.dataset_episodes, data.dataset_seed)
         return dataset_examples(records, env_id)
 
     def _reset_all(self, envs: Sequence[Any]) -> list[tuple[str, dict[str, Any], float]]:
