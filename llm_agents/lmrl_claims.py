@@ -23,8 +23,10 @@ Then: ``scorecard.json`` / ``.md`` and ``report.html`` (the default runner's), a
 ``claims.json`` / ``claims.md`` (:func:`claims`) with a comparison against the paper's Table 2
 and the timings.
 
-Options: ``start_from`` (``{label: label}``), ``subfolder`` (write under ``<out>/<subfolder>``:
-the quick profile uses it so that its smaller runs never mix with the full run's). The claims
+Options: ``start_from`` (``{label: label}``), ``agent_kwargs`` (``{label: {kwarg: value}}``,
+laid over the agents' own kwargs: the quick profile shrinks the datasets this way),
+``subfolder`` (write under ``<out>/<subfolder>``: the quick profile uses it so that its smaller
+runs never mix with the full run's). The claims
 read agents by label — ``BC``, ``%BC``, ``MC``, ``ILQL-lite``, ``PPO``, ``random``, ``oracle``
 — and envs by id: keep both when editing the scenario.
 """
@@ -94,7 +96,7 @@ PAPER_TABLE_2: dict[str, dict[str, float]] = {
 }
 """LMRL-Gym's Table 2 (normalized scores; spec §8), the online %BC and GPT-4 columns left out."""
 
-DEFAULTS: dict[str, Any] = {"start_from": {}, "subfolder": None}
+DEFAULTS: dict[str, Any] = {"start_from": {}, "agent_kwargs": {}, "subfolder": None}
 
 
 # ---- settings ----------------------------------------------------------------------------------
@@ -107,6 +109,10 @@ def options_of(scenario: Scenario) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown options {unknown}; known: {sorted(DEFAULTS)}")
     options = {**DEFAULTS, **scenario.options}
+    labels = {agent.display for agent in scenario.agents}
+    unknown = sorted(set(options["agent_kwargs"]) - labels)
+    if unknown:
+        raise ValueError(f"options.agent_kwargs names {unknown}, not agents of the scenario")
     trained = {agent.display for agent in scenario.agents if agent.train is not None}
     for child, parent in options["start_from"].items():
         for label in (child, parent):
@@ -276,11 +282,17 @@ def run_scenario(
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "scenario.yaml", yaml.safe_dump(scenario.model_dump(), sort_keys=False))
     start_from = tuple(sorted(options["start_from"].items()))
+    agents = [
+        agent.model_copy(
+            update={"kwargs": {**agent.kwargs, **options["agent_kwargs"].get(agent.display, {})}}
+        )
+        for agent in scenario.agents
+    ]
     keys = []
     with EpisodeStore(out) as store:
         jobs = []
         for env in scenario.envs:
-            playing = [agent for agent in scenario.agents if agent.runs_on(env)]
+            playing = [agent for agent in agents if agent.runs_on(env)]
             for seed in scenario.seeds:
                 wanted = {
                     agent.display: [
@@ -301,7 +313,7 @@ def run_scenario(
                             env=env,
                             seed=seed,
                             play=todo,
-                            agents=tuple(scenario.agents),
+                            agents=tuple(agents),
                             start_from=start_from,
                             episodes=scenario.episodes,
                             folder=str(out),

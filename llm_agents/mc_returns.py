@@ -262,6 +262,15 @@ class UtteranceCritic(torch.nn.Module):
 # ---- the agent ---------------------------------------------------------------------------------
 
 
+def initial_bc(checkpoint: str | None, config: BCConfig, seed: int) -> BCAgent:
+    """The BC agent a value-based or online agent starts from: the BC checkpoint folder
+    ``checkpoint``, or a new, untrained :class:`~omnigym.llm_agents.bc.BCAgent` with
+    ``config`` (its ``policy`` is None until it learns)."""
+    if checkpoint is not None:
+        return BCAgent(seed=seed).load(checkpoint)
+    return BCAgent(seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)})
+
+
 class MCReturnsAgent:
     """MC returns (module docstring): ``MCReturnsAgent(env=None, seed=0, **hyperparameters)``,
     the hyperparameters being :class:`MCConfig`'s fields.
@@ -305,17 +314,13 @@ class MCReturnsAgent:
         _require_positive_int("budget", budget)
         require_llm_stack()
         with one_torch_thread(), global_rng_preserved():
-            seed = int(self._rng.integers(2**31 - 1))
-            if self.bc is None and self.config.policy is not None:
-                self.bc = BCAgent(seed=seed).load(self.config.policy)
-            # The policy's dataset settings, when it exists: a critic learns on its data.
-            data = self.bc_config if self.bc is None else self.bc.config
-            env_id, records = load_records(dataset, data.dataset_episodes, data.dataset_seed)
             if self.bc is None:
-                config = self.bc_config
-                self.bc = BCAgent(
-                    seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)}
-                ).learn(records, self.config.bc_updates or budget)
+                seed = int(self._rng.integers(2**31 - 1))
+                self.bc = initial_bc(self.config.policy, self.bc_config, seed)
+            data = self.bc.config  # a critic learns on its policy's dataset
+            env_id, records = load_records(dataset, data.dataset_episodes, data.dataset_seed)
+            if self.bc.policy is None:
+                self.bc.learn(records, self.config.bc_updates or budget)
             elif env_id != self.env_id:
                 raise ValueError(f"this agent was trained on {self.env_id}, not {env_id}")
             examples = dataset_examples(records, env_id)

@@ -55,7 +55,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ from omnigym.llm_agents.mc_returns import (
     completion_log_probs,
     decoder_parts,
     group_logsumexp,
+    initial_bc,
     prompt_features,
     run_turns,
 )
@@ -261,15 +262,10 @@ class PPOAgent:
             if env_id != self.env_id:
                 raise ValueError(f"this agent was trained on {self.env_id}, not {env_id}")
             return
-        seed = int(self._rng.integers(2**31 - 1))
-        if self.config.policy is not None:
-            self.bc = BCAgent(seed=seed).load(self.config.policy)
-        else:
-            bc_config = self.bc_config
-            self.bc = BCAgent(
-                seed=seed, **{f.name: getattr(bc_config, f.name) for f in fields(bc_config)}
-            )
-            records = load_records(env_id, bc_config.dataset_episodes, bc_config.dataset_seed)[1]
+        self.bc = initial_bc(self.config.policy, self.bc_config, int(self._rng.integers(2**31 - 1)))
+        if self.bc.policy is None:
+            data = self.bc.config
+            records = load_records(env_id, data.dataset_episodes, data.dataset_seed)[1]
             self.bc.learn(records, self.config.bc_updates)
         self.return_scale = max(1.0, abs(float(getattr(env.unwrapped, "min_return", 1.0))))
         self._make_reference_and_value_head()
