@@ -10,9 +10,11 @@ lets them write the next utterance. Here (issue 8 item 2; spec ``lmrl.md`` §7):
   ``instructions + "\\n\\n" + observation + "\\n"`` (:func:`format_prompt`), so its completion
   is the transcript's next line; a model with a chat template (SmolLM2-Instruct) gets the
   instructions as the system message and the observation as the user message. The pieces are
-  tokenised separately and the observation is cut from the left to fit ``max_prompt_tokens``,
-  so the instructions always survive and training (:mod:`omnigym.llm_agents.data`) and play see
-  the same token ids. The completion is the action's tokens and the end-of-sequence token.
+  tokenised separately and the observation is cut from the left to fit ``max_prompt_tokens``
+  (its last tokens, counted in the shortest run of whole last lines that holds enough of them:
+  a 100-move maze transcript is not re-tokenised whole at every turn), so the instructions
+  always survive and training (:mod:`omnigym.llm_agents.data`) and play see the same token
+  ids. The completion is the action's tokens and the end-of-sequence token.
 - **Constrained decoding** (``constrained=True``, the default) where the env lists
   ``info["legal_actions"]`` (Maze, Text-Nav, Chess, Endgames): every legal action is scored by
   its log-likelihood under the model (:meth:`LMPolicy.action_log_likelihoods`; the prompt runs
@@ -214,7 +216,19 @@ class PromptFormat:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def encode(self, observation: str) -> list[int]:
-        return self.head + self.ids(observation)[-self.budget :] + self.tail
+        return self.head + self.last_tokens(observation) + self.tail
+
+    def last_tokens(self, observation: str) -> list[int]:
+        """The observation's last ``budget`` tokens, taken from the shortest suffix of whole
+        lines (searched with a doubling window of characters) that has that many, or from the
+        whole observation."""
+        window = 4 * self.budget
+        while True:
+            start = observation.rfind("\n", 0, max(len(observation) - window, 0)) + 1
+            ids = self.ids(observation[start:])
+            if len(ids) >= self.budget or start == 0:
+                return ids[-self.budget :]
+            window *= 2
 
     def completion(self, action: str) -> list[int]:
         return [*self.ids(action), self.tokenizer.eos_token_id]

@@ -1,5 +1,5 @@
 """Shared set-up of the language-model agent tests: nothing may be downloaded, one torch thread
-per test (restored afterwards), and SmolLM2 tests skip when its wheel is absent."""
+per test module (restored afterwards), and SmolLM2 tests skip when its wheel is absent."""
 
 import importlib.util
 import os
@@ -25,8 +25,9 @@ def require_llm_stack():
         pytest.importorskip(name, reason=f"the LM agents need {name} (the llm extra)")
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def one_torch_thread():
+    """Module scope, so that it is in place before the modules' trained-model fixtures."""
     if torch is None:
         yield
         return

@@ -45,9 +45,9 @@ def test_tokenizer_round_trips_task_text():
     for text in samples:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         assert tokenizer.decode(ids) == text
-    # BPE merges task words: a maze message is far shorter in tokens than in bytes
+    # merges cross spaces: a maze message, seen 5,000 times, is a single token
     message = samples[0]
-    assert len(tokenizer(message)["input_ids"]) < len(message.encode()) / 3
+    assert len(tokenizer(message, add_special_tokens=False)["input_ids"]) == 1
     assert len(tokenizer) <= 512
 
 
