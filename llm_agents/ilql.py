@@ -12,9 +12,10 @@ perturbed by β·(Q − V). Per minibatch of agent turns (h, a, r, h'):
 - Q loss ½·(Q(h, a) − (r/σ + γ·V(h')))², V(h') without gradient and 0 after the last turn;
 - V loss ½·w·(Q̄(h, a) − V(h))² with w = τ where Q̄ ≥ V, else 1 − τ (expectile τ = 0.7), Q̄ the
   target Q head, a Polyak average (rate ``polyak``) of the Q head;
-- conservative term α·(log Σ_{a' ∈ C(h)} exp Q(h, a') − Q(h, a)), C(h) the data action and its
-  alternatives: the other legal actions where the env lists them, else ``negatives``
-  utterances drawn from the dataset's other agent turns (α ∈ [1e−4, 1]).
+- conservative term α·(log Σ_{a' ∈ C(h)} exp Q(h, a') − Q(h, a)), C(h) the data action and
+  ``negatives`` alternatives drawn from the other legal actions where the env lists them, else
+  from the dataset's other agent utterances (α ∈ [1e−4, 1]; a sample of the alternatives keeps
+  Text-Nav's dozen commands per room affordable).
 
 Why "lite": Q and V are **utterance-level** — one value per candidate utterance, read at its
 last token (:class:`~omnigym.llm_agents.mc_returns.UtteranceCritic`) — where ILQL's heads give
@@ -62,7 +63,7 @@ class ILQLConfig(MCConfig):
     alpha: float = 0.01  # weight of the conservative term, in [1e-4, 1]
     gamma: float = 0.99
     polyak: float = 0.05  # target head: Q̄ <- (1 - polyak) Q̄ + polyak Q after every update
-    negatives: int = 4  # dataset utterances in C(h) where the env lists no legal actions
+    negatives: int = 4  # alternatives in C(h): other legal actions, or dataset utterances
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -119,10 +120,12 @@ class ILQLLiteAgent(MCReturnsAgent):
         self._utterances = sorted({example.completion for example in examples})
 
     def _alternatives(self, example: Example) -> list[str]:
-        """C(h) minus the data action: the other legal actions, else dataset utterances."""
+        """C(h) minus the data action: ``negatives`` of the other legal actions where the env
+        lists them, else of the dataset's other utterances, drawn without replacement."""
         if example.legal_actions:
-            return [action for action in example.legal_actions if action != example.completion]
-        pool = [text for text in self._utterances if text != example.completion]
+            pool = [action for action in example.legal_actions if action != example.completion]
+        else:
+            pool = [text for text in self._utterances if text != example.completion]
         count = min(self.config.negatives, len(pool))
         return [pool[i] for i in self._rng.choice(len(pool), size=count, replace=False)]
 

@@ -130,6 +130,22 @@ def total_episodes(scenario: Scenario) -> int:
     return pairs * len(scenario.seeds) * scenario.episodes
 
 
+# ---- the scenario's BC agents ---------------------------------------------------------------
+
+
+def bc_agent(env: Any = None, seed: int = 0, filtered: bool = False, **hyperparameters: Any) -> Any:
+    """:class:`~omnigym.llm_agents.bc.BCAgent` (with ``filtered``,
+    :class:`~omnigym.llm_agents.bc.FilteredBCAgent`) from a scenario file's kwargs: the nested
+    ``tiny`` and ``lora`` mappings of YAML become their dataclasses
+    (:meth:`~omnigym.llm_agents.bc.BCConfig.from_dict`), which the agents' constructor needs.
+    ``env`` is accepted for the agent protocol; the agent reads its task from its dataset."""
+    from omnigym.llm_agents.bc import BCAgent, BCConfig, FilteredBCAgent
+    from omnigym.llm_agents.mc_returns import initial_bc
+
+    agent_class = FilteredBCAgent if filtered else BCAgent
+    return initial_bc(None, BCConfig.from_dict(hyperparameters), seed, agent_class)
+
+
 # ---- one (env, seed) job --------------------------------------------------------------------
 
 

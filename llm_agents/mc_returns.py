@@ -262,13 +262,15 @@ class UtteranceCritic(torch.nn.Module):
 # ---- the agent ---------------------------------------------------------------------------------
 
 
-def initial_bc(checkpoint: str | None, config: BCConfig, seed: int) -> BCAgent:
+def initial_bc(
+    checkpoint: str | None, config: BCConfig, seed: int, agent_class: type = BCAgent
+) -> BCAgent:
     """The BC agent a value-based or online agent starts from: the BC checkpoint folder
-    ``checkpoint``, or a new, untrained :class:`~omnigym.llm_agents.bc.BCAgent` with
-    ``config`` (its ``policy`` is None until it learns)."""
+    ``checkpoint``, or a new, untrained ``agent_class`` (:class:`~omnigym.llm_agents.bc.BCAgent`
+    or a subclass) with ``config`` (its ``policy`` is None until it learns)."""
     if checkpoint is not None:
-        return BCAgent(seed=seed).load(checkpoint)
-    return BCAgent(seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)})
+        return agent_class(seed=seed).load(checkpoint)
+    return agent_class(seed=seed, **{f.name: getattr(config, f.name) for f in fields(config)})
 
 
 class MCReturnsAgent:

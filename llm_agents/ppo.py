@@ -93,11 +93,11 @@ class PPOConfig:
     policy: str | None = None  # a BC checkpoint folder to start from; None: train BC first
     bc: dict[str, Any] = field(default_factory=dict)  # BCConfig fields of the BC stage
     bc_updates: int = 100  # BC updates when no checkpoint is given
-    envs: int = 4  # environments played in lockstep
+    envs: int = 8  # environments played in lockstep
     steps: int = 32  # turns per environment per rollout
-    epochs: int = 2
+    epochs: int = 4
     minibatch: int = 32  # turns per update
-    lr: float = 1e-4  # AdamW, policy
+    lr: float = 1e-3  # AdamW, policy (a tiny model trained from scratch; lower for SmolLM2)
     value_lr: float = 1e-3  # AdamW, value head
     gamma: float = 1.0
     lam: float = 0.95  # GAE

@@ -166,7 +166,11 @@ def _scenario(**options):
             "runner": "omnigym.llm_agents.lmrl_claims",
             "envs": [MAZE],
             "agents": [
-                {"name": "omnigym.llm_agents.bc:BCAgent", "label": BC, "train": {"budget": 1}},
+                {
+                    "name": "omnigym.llm_agents.lmrl_claims:bc_agent",
+                    "label": BC,
+                    "train": {"budget": 1},
+                },
                 {
                     "name": "omnigym.llm_agents.mc_returns:MCReturnsAgent",
                     "label": MC,
@@ -177,6 +181,18 @@ def _scenario(**options):
             "options": options,
         }
     )
+
+
+def test_bc_agent_builds_the_tiny_model_a_yaml_mapping_describes():
+    require_llm_stack()
+    from omnigym.llm_agents.bc import FilteredBCAgent
+    from omnigym.llm_agents.lmrl_claims import bc_agent
+    from omnigym.llm_agents.models import TinyConfig
+
+    agent = bc_agent(seed=2, filtered=True, tiny={"layers": 1, "width": 32}, batch_size=4)
+    assert isinstance(agent, FilteredBCAgent)
+    assert agent.config.tiny == TinyConfig(layers=1, width=32)
+    assert agent.config.batch_size == 4
 
 
 def test_options_refuse_labels_that_are_not_trained_agents():
