@@ -39,6 +39,7 @@ agent is also playable as the agent name ``lm:/path/to/checkpoint``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -47,7 +48,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from omnigym.llm_agents.data import (
     EpisodeFilter,
@@ -70,6 +70,7 @@ from omnigym.llm_agents.models import (
     save_checkpoint,
 )
 from omnigym.llm_agents.policy import LMPolicy, env_id_of, task_corpus
+from omnigym.threads import one_torch_thread
 
 
 @dataclass(frozen=True)
@@ -186,20 +187,21 @@ def train_sft(
 class BCAgent:
     """Behaviour cloning of a language-model policy (module docstring).
 
-    ``BCAgent(env=None, seed=0, threads=None, **hyperparameters)``: the hyperparameters are the
-    fields of :class:`BCConfig`. After :meth:`learn`: ``policy`` (the
-    :class:`~omnigym.llm_agents.policy.LMPolicy` that acts), ``losses`` (every update's),
-    ``updates`` and ``episodes_trained`` (the episodes kept by :meth:`select_episodes`).
+    ``BCAgent(env=None, seed=0, single_thread=True, **hyperparameters)``: the hyperparameters
+    are the fields of :class:`BCConfig`; ``single_thread`` trains and acts on one torch thread
+    (:func:`omnigym.threads.one_torch_thread`; False keeps the process's setting). After
+    :meth:`learn`: ``policy`` (the :class:`~omnigym.llm_agents.policy.LMPolicy` that acts),
+    ``losses`` (every update's), ``updates`` and ``episodes_trained`` (the episodes kept by
+    :meth:`select_episodes`).
     """
 
     name = "bc"
 
     def __init__(
-        self, env: Any = None, seed: int = 0, threads: int | None = None, **hyperparameters
+        self, env: Any = None, seed: int = 0, single_thread: bool = True, **hyperparameters
     ):
         self.config = BCConfig(**hyperparameters)
-        if threads is not None:
-            torch.set_num_threads(threads)
+        self.single_thread = bool(single_thread)
         self.env_id = env_id_of(env)
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
@@ -220,6 +222,11 @@ class BCAgent:
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ValueError(f"budget must be a positive int (updates), got {budget!r}")
         require_llm_stack()
+        with one_torch_thread() if self.single_thread else contextlib.nullcontext():
+            self._learn(dataset, budget)
+        return self
+
+    def _learn(self, dataset: Any, budget: int) -> None:
         config = self.config
         env_id, records = load_records(dataset, config.dataset_episodes, config.dataset_seed)
         kept = self.select_episodes(records, env_id)
@@ -234,6 +241,7 @@ class BCAgent:
                 temperature=config.temperature,
                 max_prompt_tokens=config.max_prompt_tokens,
                 instructions=config.instructions,
+                single_thread=self.single_thread,
                 seed=self.seed,
             )
         elif env_id != self.env_id:
@@ -244,7 +252,6 @@ class BCAgent:
         self.losses += losses
         self.updates += budget
         self.episodes_trained = len(kept)
-        return self
 
     def _fresh_model(
         self, env_id: str, records: Sequence[Mapping[str, Any]], seed: int
@@ -301,7 +308,9 @@ class BCAgent:
         """Read a folder of :meth:`save` (weights with ``weights_only=True``); returns self."""
         lm, settings = load_checkpoint(path, trainable=True)
         self.config = BCConfig.from_dict(settings["config"])
-        self.policy = LMPolicy(model=lm, seed=self.seed, **settings["policy"])
+        self.policy = LMPolicy(
+            model=lm, seed=self.seed, single_thread=self.single_thread, **settings["policy"]
+        )
         self.env_id = self.policy.env_id
         self.updates = int(settings["updates"])
         self.episodes_trained = int(settings["episodes_trained"])
@@ -320,12 +329,92 @@ class FilteredBCAgent(BCAgent):
         self,
         env: Any = None,
         seed: int = 0,
-        threads: int | None = None,
+        single_thread: bool = True,
         episode_filter: EpisodeFilter | None = None,
         **hyperparameters,
     ):
-        super().__init__(env, seed, threads, **hyperparameters)
+        super().__init__(env, seed, single_thread, **hyperparameters)
         self.episode_filter = episode_filter
 
     def select_episodes(self, records: list[dict[str, Any]], env_id: str) -> list[dict[str, Any]]:
         return filter_episodes(records, env_id, self.episode_filter or lmrl_filter(env_id))
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+
+def compare_with_untrained(agent: BCAgent, episodes: int, seed: int = 0) -> dict[str, Any]:
+    """Normalized scores (mean and 95 % bootstrap interval, :mod:`omnigym.evaluators.stats`)
+    of ``agent`` and of an untrained model with the same tokenizer and decoding settings, over
+    ``episodes`` episodes of the evaluator each."""
+    from omnigym.evaluators.rollout import evaluate
+    from omnigym.evaluators.stats import summarize
+
+    policy = agent._require_policy()
+    settings = policy.settings()
+    if policy.lm.base == TINY:
+        untrained = LMPolicy(model=TINY, tiny=agent.config.tiny, **settings)
+    else:
+        untrained = LMPolicy(model=agent.config.model, **settings)
+    result = {}
+    for name, player in (("trained", agent), ("untrained", untrained)):
+        records = evaluate(policy.env_id, player, episodes=episodes, seeds=(seed,))
+        result[name] = {
+            "normalized_score": summarize([r["normalized_score"] for r in records]),
+            "return": summarize([r["return"] for r in records]),
+            "success_rate": float(np.mean([bool(r["success"]) for r in records])),
+            "invalid_actions": float(np.mean([r["metrics"]["invalid_actions"] for r in records])),
+        }
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+    import time
+
+    parser = argparse.ArgumentParser(
+        prog="python -m omnigym.llm_agents.bc",
+        description="Train BC (or %%BC) on an LMRL dataset, save it, and compare it with the "
+        "untrained model on the evaluator.",
+    )
+    parser.add_argument("--env", default="LMRL/MazeFO-v0", help="LMRL env id (its dataset)")
+    parser.add_argument("--filtered", action="store_true", help="filtered BC (LMRL's filter)")
+    parser.add_argument("--model", default=TINY, help="tiny, smollm2 or a local HF folder")
+    parser.add_argument("--budget", type=int, default=200, help="updates")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--max-prompt-tokens", type=int, default=8)
+    parser.add_argument("--dataset-episodes", type=int, help="default: the committed fixture")
+    parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes each")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="folder for the checkpoint (then: lm:FOLDER)")
+    args = parser.parse_args(argv)
+    agent_class = FilteredBCAgent if args.filtered else BCAgent
+    agent = agent_class(
+        seed=args.seed,
+        model=args.model,
+        batch_size=args.batch_size,
+        max_prompt_tokens=args.max_prompt_tokens,
+        dataset_episodes=args.dataset_episodes,
+    )
+    start = time.perf_counter()
+    agent.learn(args.env, args.budget)
+    seconds = time.perf_counter() - start
+    if args.out:
+        agent.save(args.out)
+    result = {
+        "env": args.env,
+        "agent": agent.name,
+        "updates": agent.updates,
+        "episodes_trained": agent.episodes_trained,
+        "train_seconds": round(seconds, 1),
+        "loss_first_last": [agent.losses[0], float(np.mean(agent.losses[-10:]))],
+        "checkpoint": args.out,
+        **compare_with_untrained(agent, args.episodes, args.seed),
+    }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -107,7 +107,7 @@ class LanguageModel:
     ``source`` is what :func:`load_model` was given (``"tiny"``, ``"smollm2"`` or a path);
     ``base`` is the model the weights start from (``"tiny"``, ``"smollm2"`` or a Hugging Face
     folder), ``adapter`` whether ``model`` is a PEFT model over that base, and ``spec`` the
-    recipe of a tiny model (its :class:`TinyConfig` as a dict), needed to rebuild it.
+    recipe of a tiny model (its :class:`TinyConfig` as a dict, recorded in checkpoints).
     """
 
     model: Any

@@ -41,10 +41,14 @@ lets them write the next utterance. Here (issue 8 item 2; spec ``lmrl.md`` §7):
 
 Seeding: sampled actions come from a NumPy generator (``reset(seed)``) that also seeds a
 forked torch generator around ``generate``, so the caller's global generators are untouched.
+Threads: the policy computes on one torch thread (``single_thread``), as the project's small
+models do: under contention on a shared 2-core machine two threads made zero-shot SmolLM2 on
+Wordle 20x slower (12.5 minutes for 5 episodes instead of 38 s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -66,6 +70,7 @@ from omnigym.llm_agents.models import (
     load_model,
     model_path,
 )
+from omnigym.threads import one_torch_thread
 
 MEMORY_LIMIT = 8 * 2**30
 """Default ceiling, in bytes, of :func:`inference_bytes` (8 GiB)."""
@@ -158,17 +163,14 @@ def format_prompt(env_id: str | None, observation: str, instructions: bool = Tru
 
 def task_corpus(env_id: str | None, records: Iterable[Mapping[str, Any]] | None = None) -> list:
     """Texts to train a tiny model's tokenizer on: every turn of ``records`` (default: the
-    env's committed dataset fixture, when it has one) and the task's instructions, repeated
-    once per episode so that their words become tokens too."""
+    env's committed dataset fixture, when it has one) and, once, the task's instructions (so
+    that the vocabulary is spent on the task's text, not on the instructions)."""
     if records is None:
         from omnigym.envs.lmrl.datasets import fixture_path, load_fixture
 
         records = load_fixture(env_id) if env_id and fixture_path(env_id).is_file() else []
-    texts, episodes = [], 0
-    for record in records:
-        texts += [turn["text"] for turn in record["turns"]]
-        episodes += 1
-    return texts + [task_prompt(env_id).instructions] * max(episodes, 1)
+    texts = [turn["text"] for record in records for turn in record["turns"]]
+    return [*texts, task_prompt(env_id).instructions]
 
 
 class PromptFormat:
@@ -315,12 +317,14 @@ class LMPolicy:
         max_prompt_tokens: prompt length (default: 1,024 or the model's context if smaller,
             minus ``max_new_tokens``).
         instructions: put the task's instructions in the prompt (default: for every model but
-            a tiny one, which is trained from scratch and cannot read them; they would take
-            about 50 of its tokens in every prompt).
+            a tiny one, which is trained from scratch and so learns nothing from them).
         batch_size: prompts per ``generate`` call and candidates per scoring pass.
         memory_limit: bytes a full batch may take (:func:`check_inference_budget`).
         seed: seeds sampled actions (and an untrained tiny model's weights).
-        threads: torch threads of this process, set once (None: leave as is).
+        single_thread: compute on one torch thread (:func:`omnigym.threads.one_torch_thread`,
+            the process's setting restored after each call): on a shared CPU a small model gains
+            little from more and loses up to 10x from contention; False keeps the process's
+            setting (an idle many-core machine).
         tiny: the architecture of an untrained ``"tiny"`` model.
     """
 
@@ -337,11 +341,10 @@ class LMPolicy:
         batch_size: int = 8,
         memory_limit: int = MEMORY_LIMIT,
         seed: int = 0,
-        threads: int | None = None,
+        single_thread: bool = True,
         tiny: TinyConfig | None = None,
     ):
-        if threads is not None:
-            torch.set_num_threads(_positive_int("threads", threads))
+        self.single_thread = bool(single_thread)
         self.env_id = env_id or env_id_of(env)
         saved: dict[str, Any] = {}
         if isinstance(model, LanguageModel):
@@ -412,6 +415,15 @@ class LMPolicy:
         """One action per (observation, info) pair, e.g. one per episode of a batch of envs."""
         if len(observations) != len(infos):
             raise ValueError(f"{len(observations)} observations but {len(infos)} infos")
+        with self._threads():
+            return self._act_batch(observations, infos)
+
+    def _threads(self) -> Any:
+        return one_torch_thread() if self.single_thread else contextlib.nullcontext()
+
+    def _act_batch(
+        self, observations: Sequence[str], infos: Sequence[Mapping[str, Any]]
+    ) -> list[str]:
         actions: list[str | None] = [None] * len(observations)
         free = []
         for row, (observation, info) in enumerate(zip(observations, infos, strict=True)):
@@ -433,11 +445,14 @@ class LMPolicy:
         probabilities = np.exp(logits - logits.max())
         return int(self._rng.choice(len(scores), p=probabilities / probabilities.sum()))
 
-    @torch.inference_mode()
     def action_log_likelihoods(self, observation: str, actions: Sequence[str]) -> np.ndarray:
         """log p(action | prompt) of each action: the sum over its completion tokens (the
         action and the end of sequence), float64. The prompt runs once; its key/value cache is
         expanded over each chunk of ``batch_size`` candidates."""
+        with self._threads(), torch.inference_mode():
+            return self._log_likelihoods(observation, actions)
+
+    def _log_likelihoods(self, observation: str, actions: Sequence[str]) -> np.ndarray:
         from transformers import DynamicCache
 
         model = self.lm.model
@@ -472,14 +487,17 @@ class LMPolicy:
             scores.append(score.numpy())
         return np.concatenate(scores)
 
-    @torch.inference_mode()
     def generate(self, observations: Sequence[str]) -> list[str]:
         """One generated line per observation (at most ``batch_size`` of them): greedy or
         sampled, up to the end of sequence, a newline or ``max_new_tokens``; stripped."""
-        from transformers import GenerationConfig
-
         if len(observations) > self.batch_size:
             raise ValueError(f"{len(observations)} prompts exceed batch_size {self.batch_size}")
+        with self._threads(), torch.inference_mode():
+            return self._generate(observations)
+
+    def _generate(self, observations: Sequence[str]) -> list[str]:
+        from transformers import GenerationConfig
+
         tokenizer = self.lm.tokenizer
         prompts = [self.format.encode(observation) for observation in observations]
         width = max(map(len, prompts))
