@@ -63,6 +63,7 @@ from omnigym.llm_agents.models import (
     TinyConfig,
     add_lora,
     build_tiny,
+    cpu_sft_config,
     global_rng_preserved,
     load_checkpoint,
     load_model,
@@ -151,29 +152,18 @@ def train_sft(
     with global_rng_preserved(), tempfile.TemporaryDirectory() as scratch:
         # Imported in here: TRL's first import draws from Python's global generator.
         from transformers import PrinterCallback
-        from trl import SFTConfig, SFTTrainer
+        from trl import SFTTrainer
 
-        args = SFTConfig(
-            output_dir=scratch,
+        args = cpu_sft_config(
+            scratch,
+            seed,
             max_steps=updates,
             per_device_train_batch_size=config.batch_size,
             learning_rate=config.learning_rate,
             lr_scheduler_type=config.schedule,
             weight_decay=config.weight_decay,
-            optim="adamw_torch",
             max_grad_norm=config.max_grad_norm,
             completion_only_loss=True,
-            max_length=None,  # prompts are cut from the left before, keeping the instructions
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            bf16=False,
-            fp16=False,
-            use_cpu=True,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            seed=seed,
-            data_seed=seed,
         )
         trainer = SFTTrainer(
             model=lm.model, args=args, train_dataset=dataset, processing_class=lm.tokenizer

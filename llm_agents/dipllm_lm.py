@@ -96,11 +96,13 @@ from omnigym.llm_agents.dipllm import (
 from omnigym.llm_agents.models import (
     LoRASettings,
     add_lora,
+    cpu_sft_config,
     global_rng_preserved,
     load_smollm2,
     require_llm_stack,
     smollm2_file,
 )
+from omnigym.llm_agents.policy import sample_index
 
 SETTINGS_FILE = "dipllm_lm.json"
 SCORE_BATCH = 16
@@ -326,7 +328,6 @@ def train_lora(
     require_llm_stack()
     from datasets import Dataset
     from transformers import PrinterCallback
-    from trl import SFTConfig
 
     if not examples:
         raise ValueError("no examples to train on")
@@ -339,27 +340,15 @@ def train_lora(
         }
     )
     with tempfile.TemporaryDirectory() as scratch, global_rng_preserved():
-        args = SFTConfig(
-            output_dir=scratch,
+        args = cpu_sft_config(
+            scratch,
+            config.seed,
             num_train_epochs=config.epochs,
             per_device_train_batch_size=config.batch_size,
             learning_rate=config.lr,
             lr_scheduler_type="constant",
             weight_decay=0.0,
-            optim="adamw_torch",
             max_grad_norm=config.max_grad_norm,
-            max_length=None,
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            bf16=False,
-            fp16=False,
-            use_cpu=True,
-            gradient_checkpointing=False,
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            seed=config.seed,
-            data_seed=config.seed,
         )
         trainer = weighted_sft_trainer()(
             model=model,
@@ -459,7 +448,8 @@ class SmolDipLLMAgent:
             if len(options) == 1:
                 pick = options[0]
             else:
-                pick = options[self._pick(self._score(cache, location, options))]
+                scores = self._score(cache, location, options)
+                pick = options[sample_index(scores, self.temperature, self._rng)]
             chosen.append(pick)
             if d + 1 < len(locations):
                 line = _encode(self.tokenizer, order_line(location, pick))
@@ -524,13 +514,6 @@ class SmolDipLLMAgent:
             picked = log_probs.gather(2, targets.clamp(min=0)[..., None])[..., 0]
             scores.append((picked * mask).sum(dim=1).numpy())
         return np.concatenate(scores)
-
-    def _pick(self, scores: np.ndarray) -> int:
-        if self.temperature == 0:
-            return int(np.argmax(scores))
-        logits = scores / self.temperature
-        probabilities = np.exp(logits - logits.max())
-        return int(self._rng.choice(len(scores), p=probabilities / probabilities.sum()))
 
     # ---- training and checkpoints
 

@@ -33,8 +33,9 @@ plus either the full state dict (``model.pt``, read back with ``torch.load(weigh
 and the tokenizer files, or a PEFT LoRA adapter (safetensors) over a base named in the JSON.
 
 Also here because every trainer of the package needs them: :class:`LoRASettings` and
-:func:`add_lora` (PEFT), and :func:`global_rng_preserved` (the Hugging Face ``Trainer`` seeds
-Python's, NumPy's and torch's global generators; callers get theirs back unchanged).
+:func:`add_lora` (PEFT), :func:`cpu_sft_config` (TRL's settings for CPU runs) and
+:func:`global_rng_preserved` (the Hugging Face ``Trainer`` seeds Python's, NumPy's and torch's
+global generators; callers get theirs back unchanged).
 """
 
 from __future__ import annotations
@@ -95,6 +96,31 @@ def global_rng_preserved() -> Iterator[None]:
         finally:
             random.setstate(python_state)
             np.random.set_state(numpy_state)
+
+
+def cpu_sft_config(output_dir: str | os.PathLike, seed: int, **training: Any) -> Any:
+    """TRL's ``SFTConfig`` with the settings every trainer of the package shares: float32 on
+    the CPU, torch's AdamW, the loss logged at every update, no checkpoints, reports or progress
+    bars, no truncation (prompts are cut before), minibatches seeded by ``seed``. ``training``
+    adds the run's own (batch size, learning rate and schedule, steps or epochs, ...)."""
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(output_dir),
+        optim="adamw_torch",
+        max_length=None,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=False,
+        fp16=False,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        seed=seed,
+        data_seed=seed,
+        **training,
+    )
 
 
 # ---- a loaded model ---------------------------------------------------------------------------

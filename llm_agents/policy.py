@@ -295,6 +295,16 @@ def check_inference_budget(
 # ---- the agent ---------------------------------------------------------------------------------
 
 
+def sample_index(scores: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """The index of the highest score at ``temperature`` 0, else one drawn (from ``rng``) from
+    the softmax of ``scores / temperature``."""
+    if temperature == 0:
+        return int(np.argmax(scores))
+    logits = np.asarray(scores, dtype=np.float64) / temperature
+    probabilities = np.exp(logits - logits.max())
+    return int(rng.choice(len(logits), p=probabilities / probabilities.sum()))
+
+
 def env_id_of(env: Any) -> str | None:
     """The registered id of a made environment (``env.spec.id``), if it has one."""
     spec = getattr(env, "spec", None)
@@ -429,7 +439,8 @@ class LMPolicy:
         for row, (observation, info) in enumerate(zip(observations, infos, strict=True)):
             legal = info.get("legal_actions") if self.constrained else None
             if legal:
-                actions[row] = legal[self._pick(self.action_log_likelihoods(observation, legal))]
+                scores = self.action_log_likelihoods(observation, legal)
+                actions[row] = legal[sample_index(scores, self.temperature, self._rng)]
             else:
                 free.append(row)
         for start in range(0, len(free), self.batch_size):
@@ -437,13 +448,6 @@ class LMPolicy:
             for row, text in zip(rows, self.generate([observations[r] for r in rows]), strict=True):
                 actions[row] = text
         return actions
-
-    def _pick(self, scores: np.ndarray) -> int:
-        if self.temperature == 0:
-            return int(np.argmax(scores))
-        logits = scores / self.temperature
-        probabilities = np.exp(logits - logits.max())
-        return int(self._rng.choice(len(scores), p=probabilities / probabilities.sum()))
 
     def action_log_likelihoods(self, observation: str, actions: Sequence[str]) -> np.ndarray:
         """log p(action | prompt) of each action: the sum over its completion tokens (the
