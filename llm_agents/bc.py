@@ -374,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=200, help="updates")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--max-prompt-tokens", type=int, default=8)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     parser.add_argument("--dataset-episodes", type=int, help="default: the committed fixture")
     parser.add_argument("--episodes", type=int, default=50, help="evaluation episodes each")
     parser.add_argument("--seed", type=int, default=0)
@@ -385,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model=args.model,
         batch_size=args.batch_size,
         max_prompt_tokens=args.max_prompt_tokens,
+        temperature=args.temperature,
         dataset_episodes=args.dataset_episodes,
     )
     start = time.perf_counter()
