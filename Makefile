@@ -56,6 +56,7 @@ bench: $(STAMP) stockfish
 	$(BIN)/python benchmarks/safe_train.py > benchmarks/results/safe_train.json
 	$(BIN)/python benchmarks/diplomacy_speed.py > benchmarks/results/diplomacy.json
 	$(BIN)/python benchmarks/diplomacy_bots.py > benchmarks/results/diplomacy_bots.json
+	$(BIN)/python benchmarks/llm_speed.py > benchmarks/results/llm.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
