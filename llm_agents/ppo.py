@@ -188,8 +188,8 @@ class PPOAgent:
 
     ``learn(env, budget)`` plays ``budget`` turns (rounded up to whole rollouts of
     ``envs × steps``) of ``env`` (a made env or an env id) and updates after each rollout.
-    After it: ``policy``, ``learning_curve``, ``stats`` (per rollout: mean training return,
-    losses, KL to the old policy and to BC, clip fraction) and ``samples``.
+    After it: ``policy``, ``learning_curve``, ``stats`` (per rollout: policy and value losses,
+    KL to the old policy and to BC, clip fraction, finished episodes) and ``samples``.
     """
 
     name = "ppo"
@@ -452,10 +452,9 @@ class PPOAgent:
                     )
                 passes += 1
         record = {key: value / passes for key, value in record.items()}
-        finished = [t for t in flat if t.done]
         record["kl_to_bc"] = float(kl_to_bc.mean())
         record["samples"] = float(self.samples)
-        record["episodes"] = float(len(finished))
+        record["episodes"] = float(sum(turn.done for turn in flat))
         self.stats.append(record)
 
     def _bc_loss(self, examples: Sequence[Any]) -> torch.Tensor:
