@@ -6,15 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from tests.llm.conftest import MAZE, require_llm_stack
+from tests.llm.conftest import MAZE, first_state, require_llm_stack
 
 require_llm_stack()
 
 import torch  # noqa: E402
 
-import omnigym  # noqa: E402
-from omnigym.envs.lmrl.datasets import load_fixture  # noqa: E402
-from omnigym.llm_agents.bc import BCAgent  # noqa: E402
 from omnigym.llm_agents.data import dataset_examples  # noqa: E402
 from omnigym.llm_agents.ilql import (  # noqa: E402
     ILQLLiteAgent,
@@ -22,37 +19,11 @@ from omnigym.llm_agents.ilql import (  # noqa: E402
     expectile_loss,
 )
 from omnigym.llm_agents.mc_returns import EncodedTurns  # noqa: E402
-from omnigym.llm_agents.models import TinyConfig  # noqa: E402
-
-MICRO = {
-    "tiny": TinyConfig(layers=1, width=32, heads=2, context=128, vocab_size=300),
-    "max_prompt_tokens": 64,
-    "batch_size": 8,
-}
-
-
-@pytest.fixture(scope="module")
-def maze_records():
-    return load_fixture(MAZE)[:3]
-
-
-@pytest.fixture(scope="module")
-def bc_checkpoint(tmp_path_factory, maze_records):
-    folder = tmp_path_factory.mktemp("bc") / "maze"
-    BCAgent(seed=0, **MICRO).learn(maze_records, 3).save(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
 def trained(bc_checkpoint, maze_records):
     return ILQLLiteAgent(seed=0, policy=str(bc_checkpoint), lr=1e-3).learn(maze_records, 8)
-
-
-def _first_state():
-    env = omnigym.make(MAZE)
-    observation, info = env.reset(seed=3)
-    env.close()
-    return observation, info
 
 
 def test_expectile_loss_matches_a_hand_computation():
@@ -112,7 +83,7 @@ def test_loss_decreases_on_one_episode(bc_checkpoint, maze_records):
 
 
 def test_ranking_score_is_q_minus_v(trained):
-    observation, info = _first_state()
+    observation, info = first_state()
     q, v = trained.action_values(observation, info["legal_actions"])
     np.testing.assert_allclose(trained.advantages(observation, info["legal_actions"]), q - v)
 
@@ -122,7 +93,7 @@ def test_save_load_keeps_every_head(trained, tmp_path):
     loaded = ILQLLiteAgent(seed=0).load(tmp_path / "ilql")
     for name, head in trained.critic.heads.items():
         torch.testing.assert_close(loaded.critic.heads[name].weight, head.weight)
-    observation, info = _first_state()
+    observation, info = first_state()
     expected = trained.action_values(observation, info["legal_actions"])
     got = loaded.action_values(observation, info["legal_actions"])
     np.testing.assert_allclose(got[0], expected[0])

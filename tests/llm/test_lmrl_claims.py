@@ -31,6 +31,7 @@ TASKS = (
     "LMRL/TextNavFO-v0",
     "LMRL/TextNavPO-v0",
     "LMRL/Wordle-v0",
+    "LMRL/TwentyQuestions-v0",
 )
 # Normalized scores with the paper's pattern: filtered BC >= BC, MC and ILQL above BC, every
 # method lower on PO than on FO, BC near 50, the oracle at 100, RL best on PO.
@@ -40,6 +41,7 @@ PATTERN = {
     "LMRL/TextNavFO-v0": {BC: 52, FILTERED_BC: 62, MC: 70, ILQL: 85, PPO: 80},
     "LMRL/TextNavPO-v0": {BC: 48, FILTERED_BC: 55, MC: 65, ILQL: 75, PPO: 78},
     "LMRL/Wordle-v0": {BC: 60, FILTERED_BC: 60, MC: 70, ILQL: 72, PPO: 61},
+    "LMRL/TwentyQuestions-v0": {BC: 50, FILTERED_BC: 55, MC: 70, ILQL: 65, PPO: 60},
 }
 
 

@@ -6,15 +6,13 @@ import random
 import numpy as np
 import pytest
 
-from tests.llm.conftest import MAZE, WORDLE, require_llm_stack
+from tests.llm.conftest import WORDLE, first_state, require_llm_stack, save_micro_bc
 
 require_llm_stack()
 
 import torch  # noqa: E402
 
-import omnigym  # noqa: E402
 from omnigym.envs.lmrl.datasets import load_fixture  # noqa: E402
-from omnigym.llm_agents.bc import BCAgent  # noqa: E402
 from omnigym.llm_agents.mc_returns import (  # noqa: E402
     MCReturnsAgent,
     TurnBatch,
@@ -22,26 +20,6 @@ from omnigym.llm_agents.mc_returns import (  # noqa: E402
     decoder_parts,
     run_turns,
 )
-from omnigym.llm_agents.models import TinyConfig  # noqa: E402
-
-MICRO = {
-    "tiny": TinyConfig(layers=1, width=32, heads=2, context=128, vocab_size=300),
-    "max_prompt_tokens": 64,
-    "batch_size": 8,
-}
-
-
-@pytest.fixture(scope="module")
-def maze_records():
-    return load_fixture(MAZE)[:3]
-
-
-@pytest.fixture(scope="module")
-def bc_checkpoint(tmp_path_factory, maze_records):
-    """A micro BC policy for the Maze, saved once for the module."""
-    folder = tmp_path_factory.mktemp("bc") / "maze"
-    BCAgent(seed=0, **MICRO).learn(maze_records, 3).save(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +27,11 @@ def trained(bc_checkpoint, maze_records):
     return MCReturnsAgent(seed=0, policy=str(bc_checkpoint), lr=1e-3).learn(maze_records, 8)
 
 
-def _first_state(env_id=MAZE):
-    env = omnigym.make(env_id)
-    observation, info = env.reset(seed=3)
-    env.close()
-    return observation, info
-
-
 def test_cached_candidates_match_whole_sequences(trained):
     lm = trained.policy.lm
     fmt = trained.policy.format
     body, head = decoder_parts(lm.model)
-    observations = [_first_state()[0], _first_state("LMRL/MazePO-v0")[0]]
+    observations = [first_state()[0], first_state("LMRL/MazePO-v0")[0]]
     actions = [["move up", "move left"], ["move right"]]
     prompts = [fmt.encode(o) for o in observations]
     completions = [fmt.completion(a) for group in actions for a in group]
@@ -87,13 +58,13 @@ def test_value_loss_decreases_on_one_episode(bc_checkpoint, maze_records):
 
 def test_reranking_picks_the_higher_q_candidate(bc_checkpoint, maze_records):
     agent = MCReturnsAgent(seed=0, policy=str(bc_checkpoint), beta=1e6).learn(maze_records, 2)
-    observation, info = _first_state()
+    observation, info = first_state()
     q, _ = agent.action_values(observation, info["legal_actions"])
     assert agent.act(observation, info) == info["legal_actions"][int(np.argmax(q))]
 
 
 def test_score_adds_the_bc_prior_to_beta_q(trained):
-    observation, info = _first_state()
+    observation, info = first_state()
     actions, prior = trained.candidates(observation, info)
     q, _ = trained.action_values(observation, actions)
     np.testing.assert_allclose(prior, trained.policy.action_log_likelihoods(observation, actions))
@@ -103,10 +74,10 @@ def test_score_adds_the_bc_prior_to_beta_q(trained):
 
 def test_sampled_candidates_weigh_each_distinct_utterance_by_its_count(tmp_path):
     records = load_fixture(WORDLE)[:3]
-    BCAgent(seed=0, **MICRO).learn(records, 2).save(tmp_path / "bc")
+    save_micro_bc(tmp_path / "bc", records, updates=2)
     agent = MCReturnsAgent(seed=0, policy=str(tmp_path / "bc"), candidates=6).learn(records, 2)
     agent.reset(5)
-    actions, prior = agent.candidates(*_first_state(WORDLE))
+    actions, prior = agent.candidates(*first_state(WORDLE))
     assert len(set(actions)) == len(actions)
     assert np.exp(prior).sum() == pytest.approx(6)
 
@@ -114,7 +85,7 @@ def test_sampled_candidates_weigh_each_distinct_utterance_by_its_count(tmp_path)
 def test_save_load_gives_the_same_values_and_actions(trained, tmp_path):
     trained.save(tmp_path / "mc")
     loaded = MCReturnsAgent(seed=0).load(tmp_path / "mc")
-    observation, info = _first_state()
+    observation, info = first_state()
     actions = info["legal_actions"]
     expected, _ = trained.action_values(observation, actions)
     np.testing.assert_allclose(loaded.action_values(observation, actions)[0], expected)

@@ -4,16 +4,13 @@ scale from a one-layer tiny BC policy on the Maze."""
 import numpy as np
 import pytest
 
-from tests.llm.conftest import MAZE, WORDLE, require_llm_stack
+from tests.llm.conftest import MAZE, WORDLE, require_llm_stack, save_micro_bc
 
 require_llm_stack()
 
 import torch  # noqa: E402
 
 import omnigym  # noqa: E402
-from omnigym.envs.lmrl.datasets import load_fixture  # noqa: E402
-from omnigym.llm_agents.bc import BCAgent  # noqa: E402
-from omnigym.llm_agents.models import TinyConfig  # noqa: E402
 from omnigym.llm_agents.ppo import (  # noqa: E402
     PPOAgent,
     approximate_kl,
@@ -21,20 +18,13 @@ from omnigym.llm_agents.ppo import (  # noqa: E402
     gae,
 )
 
-MICRO = {
-    "tiny": TinyConfig(layers=1, width=32, heads=2, context=128, vocab_size=300),
-    "max_prompt_tokens": 64,
-    "batch_size": 8,
-    "temperature": 1.0,
-}
 SMALL = {"envs": 2, "steps": 8, "minibatch": 8}
 
 
 @pytest.fixture(scope="module")
-def bc_checkpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("bc") / "maze"
-    BCAgent(seed=0, **MICRO).learn(load_fixture(MAZE)[:3], 3).save(folder)
-    return folder
+def bc_checkpoint(tmp_path_factory, maze_records):
+    """The conftest's micro BC policy, sampling at temperature 1 as PPO explores."""
+    return save_micro_bc(tmp_path_factory.mktemp("bc") / "maze", maze_records, temperature=1.0)
 
 
 @pytest.fixture(scope="module")
