@@ -144,7 +144,9 @@ class ILQLLiteAgent(MCReturnsAgent):
             alternatives = [fmt.completion(text) for text in self._alternatives(examples[i])]
             completions += alternatives
             rows += [row] * (1 + len(alternatives))
-        batch = TurnBatch.build([encoded[i][0] for i in indices], completions, rows, self._pad_id)
+        batch = TurnBatch.build(
+            [encoded[i][0] for i in indices], completions, rows, self.policy.lm.pad_id
+        )
         states, ends = critic.features(batch)
         q_all = critic.value("q", ends)
         data_index = torch.tensor(data)
@@ -179,7 +181,7 @@ class ILQLLiteAgent(MCReturnsAgent):
         present = [row for row, successor in enumerate(successors) if successor is not None]
         if present:
             prompts = [encoded[successors[row]][0] for row in present]
-            states = prompt_features(self.critic.body, prompts, self._pad_id)
+            states = prompt_features(self.critic.body, prompts, self.policy.lm.pad_id)
             values[present] = self.critic.value("v", states)
         return values
 

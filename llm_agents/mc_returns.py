@@ -370,7 +370,7 @@ class MCReturnsAgent:
             [encoded[i][0] for i in indices],
             [encoded[i][1] for i in indices],
             range(len(indices)),
-            self._pad_id,
+            self.policy.lm.pad_id,
         )
         _, ends = self.critic.features(batch)
         q = self.critic.value("q", ends)
@@ -382,11 +382,6 @@ class MCReturnsAgent:
 
     def after_update(self) -> None:
         """Called after every optimizer step (ILQL-lite moves its target head here)."""
-
-    @property
-    def _pad_id(self) -> int:
-        tokenizer = self.policy.lm.tokenizer
-        return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     # ---- playing
 
@@ -423,7 +418,7 @@ class MCReturnsAgent:
             [fmt.encode(observation)],
             [fmt.completion(action) for action in actions],
             [0] * len(actions),
-            self._pad_id,
+            self.policy.lm.pad_id,
         )
         states, ends = self._require_critic().features(batch)
         q = self.critic.value("q", ends).double().numpy()

@@ -157,6 +157,12 @@ class LanguageModel:
         return sum(p.numel() for p in self.model.parameters())
 
     @property
+    def pad_id(self) -> int:
+        """The tokenizer's padding id (0 when it has none), for batching turns by hand."""
+        pad = self.tokenizer.pad_token_id
+        return pad if pad is not None else 0
+
+    @property
     def kv_bytes_per_token(self) -> int:
         """Bytes of key/value cache one token of one sequence holds (float32)."""
         config = self.config

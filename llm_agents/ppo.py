@@ -366,7 +366,7 @@ class PPOAgent:
             groups.append(slice(len(completions), len(completions) + len(options)))
             completions += options
             rows += [e] * len(options)
-        return TurnBatch.build(prompts, completions, rows, self._pad_id), groups
+        return TurnBatch.build(prompts, completions, rows, self.policy.lm.pad_id), groups
 
     @staticmethod
     def _log_probs(
@@ -384,7 +384,7 @@ class PPOAgent:
 
     def _values(self, prompts: Sequence[list[int]]) -> np.ndarray:
         body, _ = decoder_parts(self.policy.lm.model)
-        states = prompt_features(body, prompts, self._pad_id)
+        states = prompt_features(body, prompts, self.policy.lm.pad_id)
         return self.value_head(states)[:, 0].double().numpy() * self.return_scale
 
     def _update(
@@ -468,7 +468,7 @@ class PPOAgent:
             [fmt.encode(e.observation) for e in chosen],
             [fmt.completion(e.completion) for e in chosen],
             range(len(chosen)),
-            self._pad_id,
+            self.policy.lm.pad_id,
         )
         body, head = decoder_parts(self.policy.lm.model)
         states, hidden = run_turns(body, batch)
@@ -490,11 +490,6 @@ class PPOAgent:
                 seed=int(self._rng.integers(2**31 - 1)),
             )
         return self._sampler
-
-    @property
-    def _pad_id(self) -> int:
-        tokenizer = self.policy.lm.tokenizer
-        return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     # ---- playing
 
