@@ -57,7 +57,7 @@ import torch
 from omnigym.llm_agents.bc import BCAgent, BCConfig
 from omnigym.llm_agents.data import Example, dataset_examples, load_records
 from omnigym.llm_agents.models import LanguageModel, global_rng_preserved, require_llm_stack
-from omnigym.llm_agents.policy import LMPolicy
+from omnigym.llm_agents.policy import LMPolicy, sample_index
 from omnigym.threads import one_torch_thread
 
 POLICY_DIR = "policy"
@@ -395,7 +395,7 @@ class MCReturnsAgent:
         with one_torch_thread():
             actions, prior = self.candidates(observation, info)
             scores = prior + self.config.beta * self.advantages(observation, actions)
-        return actions[self._pick(scores)]
+        return actions[sample_index(scores, self.config.temperature, self._rng)]
 
     def candidates(self, observation: str, info: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
         """``(utterances, log prior)``: the legal actions with log π_BC where the env lists them
@@ -428,13 +428,6 @@ class MCReturnsAgent:
     def advantages(self, observation: str, actions: Sequence[str]) -> np.ndarray:
         """What β multiplies in the ranking: Q(h, a)."""
         return self.action_values(observation, actions)[0]
-
-    def _pick(self, scores: np.ndarray) -> int:
-        if self.config.temperature == 0:
-            return int(np.argmax(scores))
-        logits = scores / self.config.temperature
-        weights = np.exp(logits - logits.max())
-        return int(self._rng.choice(len(scores), p=weights / weights.sum()))
 
     def _proposer(self) -> LMPolicy:
         """The BC model sampling candidates (unconstrained, at ``proposal_temperature``)."""
