@@ -85,12 +85,10 @@ import argparse
 import gzip
 import json
 import math
-import multiprocessing
 import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -101,7 +99,7 @@ from torch import nn
 
 from omnigym.envs.diplomacy.board import text_view
 from omnigym.envs.diplomacy.orders import as_action, order_location
-from omnigym.threads import one_torch_thread
+from omnigym.threads import map_in_workers
 
 NONE = "<none>"
 """The "no order" choice (the env's index 0) of an adjustment-phase location."""
@@ -1004,25 +1002,6 @@ def _cached_env(map_name: str, max_year: int, action_format: str) -> Any:
 
         _ENVS[key] = make(_env_id(map_name), max_year=max_year, action_format=action_format)
     return _ENVS[key]
-
-
-def _one_thread() -> None:
-    torch.set_num_threads(1)
-
-
-def map_in_workers(
-    workers: int, function: Callable[[Any], Any], items: Sequence[Any]
-) -> Iterator[Any]:
-    """``function`` over ``items``, results in order: here (with one torch thread) when
-    ``workers == 1``, else in ``workers`` forkserver processes with one torch thread each."""
-    if workers == 1 or len(items) <= 1:
-        with one_torch_thread():
-            yield from map(function, items)
-        return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["omnigym"])
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread) as pool:
-        yield from pool.map(function, items)
 
 
 # ---- the agent -----------------------------------------------------------------------------

@@ -63,7 +63,7 @@ from omnigym.evaluators.scorecard import build_scorecard, format_table, write_sc
 from omnigym.evaluators.store import EpisodeStore, read_records
 from omnigym.registry import make, spec
 from omnigym.scenario import AgentEntry, Scenario
-from omnigym.threads import one_torch_thread
+from omnigym.threads import map_in_workers, one_torch_thread
 
 from .dipllm import (
     DataSpec,
@@ -71,7 +71,6 @@ from .dipllm import (
     QConfig,
     estimate_q,
     generate_data,
-    map_in_workers,
     read_phases,
     rollout_tasks,
 )

@@ -34,12 +34,10 @@ read agents by label — ``BC``, ``%BC``, ``MC``, ``ILQL-lite``, ``PPO``, ``rand
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -61,7 +59,7 @@ from omnigym.evaluators.scorecard import format_table
 from omnigym.evaluators.store import EpisodeStore, read_records
 from omnigym.registry import make
 from omnigym.scenario import AgentEntry, EnvEntry, Scenario
-from omnigym.threads import one_torch_thread
+from omnigym.threads import map_in_workers
 
 SOURCE = "LMRL-Gym (Abdulhai et al., ICML 2025), spec lmrl.md §9"
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
@@ -264,24 +262,10 @@ def _training_summary(agent: Any) -> dict[str, Any]:
     return summary
 
 
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def run_jobs(workers: int, jobs: Sequence[Job]) -> Iterator[dict[str, list[dict[str, Any]]]]:
-    """:func:`run_job` over ``jobs``, results as each job ends: here when ``workers == 1``,
-    else in ``workers`` forkserver processes with one torch thread each."""
-    if workers == 1 or len(jobs) <= 1:
-        with one_torch_thread():
-            yield from map(run_job, jobs)
-        return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["omnigym"])
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_one_thread) as pool:
-        for future in as_completed([pool.submit(run_job, job) for job in jobs]):
-            yield future.result()
+    """:func:`run_job` over ``jobs``, results as each job ends (in ``workers`` processes with one
+    torch thread each, or here when ``workers == 1``)."""
+    return map_in_workers(workers, run_job, jobs, ordered=False)
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -348,7 +332,7 @@ def run_scenario(
             _append_diagnostics(out, result["diagnostics"])
         records = store.select(keys)
     output = write_outputs(records, out, title=scenario.name)
-    checked = claims(output.scorecard, records)
+    checked = claims(output.scorecard)
     diagnostics = read_records(out / DIAGNOSTICS_FILE)
     markdown = write_claims(checked, out)
     markdown += "\n" + format_comparison(output.scorecard) + "\n" + format_timings(diagnostics)
@@ -377,12 +361,12 @@ def _scores(scorecard: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any
     }
 
 
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def claims(scorecard: Mapping[str, Any]) -> dict[str, Any]:
     """Spec §9's claims 1-5 and issue 8's pattern (6: filtered BC ≥ BC on every task run; 7:
     value-based or online RL best on the partially observed tasks), each ``pass`` or ``fail``
     with the normalized scores (mean and 95% bootstrap CI over episodes, stratified by seed)
     behind it, or ``not run`` when the run lacks an agent or task; 8 records PPO and every
-    task the claims do not cover. ``records`` is unused: the scorecard holds the summaries."""
+    task the claims do not cover."""
     scores = _scores(scorecard)
 
     def got(env: str, agent: str) -> dict[str, Any] | None:

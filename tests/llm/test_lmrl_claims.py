@@ -82,7 +82,7 @@ def synthetic_records(pattern, seeds=(0, 1, 2), episodes=4):
 def checked(pattern):
     records = synthetic_records(pattern)
     scorecard = build_scorecard(records, n_resamples=200)
-    return {entry["claim"]: entry for entry in claims(scorecard, records)["claims"]}, scorecard
+    return {entry["claim"]: entry for entry in claims(scorecard)["claims"]}, scorecard
 
 
 def test_every_claim_passes_on_a_run_with_the_paper_pattern():
@@ -118,7 +118,7 @@ def test_bc_outside_its_band_and_a_weak_oracle_fail_claims_four_and_five():
         for r in synthetic_records(pattern)
     ]
     scorecard = build_scorecard(records, n_resamples=200)
-    result = {entry["claim"]: entry for entry in claims(scorecard, records)["claims"]}
+    result = {entry["claim"]: entry for entry in claims(scorecard)["claims"]}
     assert result[4]["status"] == "fail"
     assert result[5]["status"] == "fail"
 
