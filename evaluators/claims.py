@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_text
+from omnigym.io import atomic_write_text
 
 STATUSES = ("pass", "fail", "recorded", "not run")
 

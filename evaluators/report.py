@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from omnigym.evaluators.io import atomic_write_text
 from omnigym.evaluators.scorecard import format_interval, format_number, format_percent, overview
 from omnigym.evaluators.stats import performance_profile
+from omnigym.io import atomic_write_text
 
 #: Okabe–Ito colours (readable with colour-vision deficiencies), without the yellow that vanishes
 #: on white; agents take them in sorted order, the same in every plot and table.

@@ -33,11 +33,11 @@ from typing import Any
 import yaml
 
 from omnigym.agent import make_agent
+from omnigym.io import atomic_write_text
 from omnigym.registry import load_entry_point, make
 from omnigym.scenario import AgentEntry, EnvEntry, Scenario
 
 from .claims import write_claims
-from .io import atomic_write_text
 from .report import write_report
 from .rollout import Record, WorkerPool, evaluate
 from .scorecard import build_scorecard, format_table, write_scorecard

@@ -62,11 +62,11 @@ import yaml
 
 from omnigym.agent import load_agent_factory, make_agent
 from omnigym.envs.safety.core import normalized_cost
+from omnigym.io import atomic_write_text
 from omnigym.registry import UnknownEnvError, make, spec
 from omnigym.scenario import AgentEntry, Scenario
 
 from .claims import write_claims
-from .io import atomic_write_text
 from .report import write_report
 from .rollout import Record, evaluate
 from .runner import CHECKPOINTS_DIR, RunOutput

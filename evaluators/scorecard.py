@@ -35,8 +35,8 @@ from typing import Any
 
 from omnigym import registry
 from omnigym.evaluators.achievements import achievement_summary
-from omnigym.evaluators.io import atomic_write_text
 from omnigym.evaluators.stats import DEFAULT_RESAMPLES, probability_of_improvement, summarize
+from omnigym.io import atomic_write_text
 
 SUMMARY_KEYS = ("mean", "median", "iqm", "ci95")
 

@@ -20,12 +20,12 @@ the turn's reward and return-to-go for the value-based methods. Here (issue 8 it
   :class:`~omnigym.llm_agents.policy.PromptFormat` frames and truncates the same text for a
   given tokenizer), ``completion`` (the action), ``reward``, ``return_to_go`` (undiscounted
   unless ``gamma`` is given), ``episode_return``, ``success`` and where the episode came from.
-- **Filters** for filtered BC (%BC, spec ``lmrl.md`` §7, LMRL's): the top 10 % of episodes by
-  return for the dialogue tasks (Twenty Questions, Guess My City, Car Dealer), the successful
-  episodes for Maze, Text-Nav, Chess and Endgames, the top 30 % for Wordle
-  (:data:`LMRL_FILTERS`, :func:`filter_episodes`). "Top q" keeps exactly ceil(q · n) episodes,
-  the highest returns first and ties in dataset order — LMRL's percentile threshold would keep
-  every tied episode, which on Wordle's integer returns can be far more than q.
+- **Filters** for filtered BC (%BC, LMRL-Gym's): the top 10 % of episodes by return for the
+  dialogue tasks (Twenty Questions, Guess My City, Car Dealer), the successful episodes for
+  Maze, Text-Nav, Chess and Endgames, the top 30 % for Wordle (:func:`lmrl_filter` reads the
+  rule from the task's registry entry; :func:`filter_episodes`). "Top q" keeps exactly ceil(q ·
+  n) episodes, the highest returns first and ties in dataset order — LMRL's percentile threshold
+  would keep every tied episode, which on Wordle's integer returns can be far more than q.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any
 import omnigym
 from omnigym.envs.lmrl.datasets import generate, load_dataset, load_fixture
 from omnigym.llm_agents.policy import env_id_of, format_prompt
+from omnigym.registry import UnknownEnvError, list_envs, spec
 
 Record = Mapping[str, Any]
 REWARD_TOLERANCE = 1e-9
@@ -218,26 +219,17 @@ class EpisodeFilter:
             raise ValueError(f"fraction must be in (0, 1], got {self.fraction!r}")
 
 
-SUCCESSFUL = EpisodeFilter("success")
-LMRL_FILTERS: dict[str, EpisodeFilter] = {
-    "LMRL/MazeFO-v0": SUCCESSFUL,
-    "LMRL/MazePO-v0": SUCCESSFUL,
-    "LMRL/TextNavFO-v0": SUCCESSFUL,
-    "LMRL/TextNavPO-v0": SUCCESSFUL,
-    "LMRL/Chess-v0": SUCCESSFUL,
-    "LMRL/Endgames-v0": SUCCESSFUL,
-    "LMRL/Wordle-v0": EpisodeFilter("top", 0.3),
-    "LMRL/TwentyQuestions-v0": EpisodeFilter("top", 0.1),
-    "LMRL/GuessMyCity-v0": EpisodeFilter("top", 0.1),
-    "LMRL/CarDealer-v0": EpisodeFilter("top", 0.1),
-}
-
-
 def lmrl_filter(env_id: str) -> EpisodeFilter:
-    """LMRL's filter for ``env_id`` (spec §7)."""
-    if env_id not in LMRL_FILTERS:
-        raise ValueError(f"no LMRL filter for {env_id!r} (known: {', '.join(LMRL_FILTERS)})")
-    return LMRL_FILTERS[env_id]
+    """The filtered-BC rule that ``env_id``'s family registers beside the task
+    (``EnvInfo.metadata["bc_filter"]``; LMRL's are in ``envs/lmrl/registry.yaml``)."""
+    try:
+        rule = spec(env_id).metadata.get("bc_filter")
+    except UnknownEnvError:
+        rule = None
+    if rule is None:
+        with_rule = [info.id for info in list_envs() if "bc_filter" in info.metadata]
+        raise ValueError(f"no filtered-BC rule for {env_id!r} (known: {', '.join(with_rule)})")
+    return EpisodeFilter(**rule)
 
 
 def filter_episodes(

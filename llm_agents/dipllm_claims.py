@@ -55,12 +55,12 @@ import yaml
 
 from omnigym.agent import load_agent_factory
 from omnigym.evaluators.claims import claim, write_claims
-from omnigym.evaluators.io import atomic_write_text
 from omnigym.evaluators.matches import one_vs_rest, summarize_matches
 from omnigym.evaluators.report import write_report
 from omnigym.evaluators.runner import CHECKPOINTS_DIR, RunOutput
 from omnigym.evaluators.scorecard import build_scorecard, format_table, write_scorecard
 from omnigym.evaluators.store import EpisodeStore, read_records
+from omnigym.io import atomic_write_text
 from omnigym.registry import make, spec
 from omnigym.scenario import AgentEntry, Scenario
 from omnigym.threads import map_in_workers, one_torch_thread

@@ -47,7 +47,6 @@ import yaml
 
 from omnigym.agent import make_agent
 from omnigym.evaluators.claims import claim, write_claims
-from omnigym.evaluators.io import atomic_write_text
 from omnigym.evaluators.rollout import evaluate
 from omnigym.evaluators.runner import (
     RunOutput,
@@ -57,6 +56,7 @@ from omnigym.evaluators.runner import (
 )
 from omnigym.evaluators.scorecard import format_table
 from omnigym.evaluators.store import EpisodeStore, read_records
+from omnigym.io import atomic_write_text
 from omnigym.registry import make
 from omnigym.scenario import AgentEntry, EnvEntry, Scenario
 from omnigym.threads import map_in_workers

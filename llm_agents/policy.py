@@ -2,11 +2,12 @@
 
 LMRL-Gym (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with
 Language Models", ICML 2025) conditions its GPT-2 policies on the whole interaction so far and
-lets them write the next utterance. Here (issue 8 item 2; spec ``lmrl.md`` §7):
+lets them write the next utterance (``docs/lmrl.md``):
 
-- **Prompt** (:class:`PromptFormat`). The task's instructions (:data:`TASKS`, one entry per
-  LMRL id; a generic line for other text envs), then the observation — the env's transcript, or
-  the position for Chess and Endgames — then the cue for the next line. A plain model reads
+- **Prompt** (:class:`PromptFormat`). The task's instructions (:func:`task_prompt`: the
+  ``prompt`` registered beside each LMRL task; a generic line for other text envs), then the
+  observation — the env's transcript, or the position for Chess and Endgames — then the cue
+  for the next line. A plain model reads
   ``instructions + "\\n\\n" + observation + "\\n"`` (:func:`format_prompt`), so its completion
   is the transcript's next line; a model with a chat template (SmolLM2-Instruct) gets the
   instructions as the system message and the observation as the user message. The pieces are
@@ -70,6 +71,7 @@ from omnigym.llm_agents.models import (
     load_model,
     model_path,
 )
+from omnigym.registry import UnknownEnvError, spec
 from omnigym.threads import one_torch_thread
 
 MEMORY_LIMIT = 8 * 2**30
@@ -91,68 +93,19 @@ class TaskPrompt:
     max_new_tokens: int
 
 
-_MOVES = "Reply with one move: move up, move down, move left or move right."
-_NAV = (
-    "You are in a house. Put the stale food in the fridge, then close the fridge. Reply with "
-    "one of the admissible commands, such as go north, take stale food from coffee table, open "
-    "fridge, put stale food in fridge or close fridge."
-)
-_SAN = "Reply with one legal move in standard algebraic notation, such as e4, Nf3 or Qxd7+."
-
-TASKS: dict[str, TaskPrompt] = {
-    "LMRL/MazeFO-v0": TaskPrompt(
-        "You are in a maze. Each message gives the goal's position, your position and the "
-        f"walls next to you. Reach the goal in as few moves as possible. {_MOVES}",
-        8,
-    ),
-    "LMRL/MazePO-v0": TaskPrompt(
-        "You are in a maze and only see the walls next to you. Find the goal in as few moves "
-        f"as possible. {_MOVES}",
-        8,
-    ),
-    "LMRL/TextNavFO-v0": TaskPrompt(_NAV, 16),
-    "LMRL/TextNavPO-v0": TaskPrompt(_NAV, 16),
-    "LMRL/Wordle-v0": TaskPrompt(
-        "Play Wordle: find the hidden five-letter English word in at most six guesses. After "
-        "each guess every letter is marked g (right letter, right place), y (in the word, "
-        "elsewhere) or b (not in the word). Reply with one lowercase five-letter word.",
-        8,
-    ),
-    "LMRL/Chess-v0": TaskPrompt(
-        "Play chess as White against an engine; the position is a FEN with spaces between its "
-        f"characters. {_SAN}",
-        8,
-    ),
-    "LMRL/Endgames-v0": TaskPrompt(
-        "Chess endgame: you are White and must checkmate the lone black king; the position is "
-        f"a FEN with spaces between its characters. {_SAN}",
-        8,
-    ),
-    "LMRL/TwentyQuestions-v0": TaskPrompt(
-        "Play Twenty Questions: find the hidden object by asking yes/no questions that start "
-        "with Is, Does, Can, Do, Are or Could. To guess, ask: Is it a <object>? Reply with one "
-        "question.",
-        32,
-    ),
-    "LMRL/GuessMyCity-v0": TaskPrompt(
-        "Guess My City: find the hidden city by asking about it (its food, weather, language, "
-        "landmarks, sports) or asking yes/no questions. To guess, ask: Is it <city>? Reply "
-        "with one question.",
-        32,
-    ),
-    "LMRL/CarDealer-v0": TaskPrompt(
-        "You are a car salesperson talking to a buyer. Sell a car the buyer wants at a good "
-        "price: mention the features they ask for and offer prices in dollars. Reply with what "
-        "you say next, on one line.",
-        64,
-    ),
-}
 GENERIC = TaskPrompt("Write your next message, on one line.", 32)
 
 
 def task_prompt(env_id: str | None) -> TaskPrompt:
-    """The instructions of ``env_id`` (the generic ones for an id with none)."""
-    return TASKS.get(env_id or "", GENERIC)
+    """The instructions of ``env_id``: the ``prompt`` its family registers beside the task
+    (``EnvInfo.metadata``; LMRL's are in ``envs/lmrl/registry.yaml``), or the generic ones."""
+    if env_id is None:
+        return GENERIC
+    try:
+        prompt = spec(env_id).metadata.get("prompt")
+    except UnknownEnvError:
+        return GENERIC
+    return GENERIC if prompt is None else TaskPrompt(**prompt)
 
 
 def format_prompt(env_id: str | None, observation: str, instructions: bool = True) -> str:

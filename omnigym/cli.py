@@ -128,14 +128,18 @@ def _list(args: argparse.Namespace) -> int:
         families = sorted({info.family for info in omnigym.list_envs()})
         raise UsageError(f"no family {args.family!r} (families: {', '.join(families)})")
     if args.json:
-        print(json.dumps([info.to_dict() for info in envs], indent=2))
+        records = [{**info.to_dict(), "agents": omnigym.list_agents(info.id)} for info in envs]
+        print(json.dumps(records, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
+    from omnigym.agent import list_agent_prefixes
+
     table = Table("id", "family", "kind", "obs", "agents", "description")
     for info in envs:
-        agents = ", ".join(omnigym.list_agents(info.id))
+        names = omnigym.list_agents(info.id) + [f"{p}…" for p in list_agent_prefixes(info.id)]
+        agents = ", ".join(names)
         table.add_row(info.id, info.family, info.kind, info.obs_kind, agents, info.description)
     Console().print(table)
     return 0
@@ -343,7 +347,7 @@ def _render(args: argparse.Namespace) -> int:
         )
     steps = args.steps if suffix == ".gif" else 0
     frames, fps = render_frames(args.env_id, args.seed, steps, kwargs)
-    from omnigym.evaluators.io import atomic_write_bytes
+    from omnigym.io import atomic_write_bytes
 
     atomic_write_bytes(args.out, _encode_frames(frames, suffix, fps))
     height, width = frames[0].shape[:2]

@@ -1,21 +1,26 @@
 """The environment registry: one table of every omnigym id and the one door to make them.
 
-Families call :func:`register` from their package ``__init__`` with entry-point *strings*, so
-registering never imports an environment's module (no torch, renderer or game engine at
-``import omnigym``). Single-agent ids are also registered with Gymnasium, which is what makes
-``gym.make("omnigym:LMRL/Wordle-v0")`` work; multi-agent ids live only here and are made into
-PettingZoo ``ParallelEnv`` (or AEC) environments by :func:`make` / :func:`make_aec`.
+Every family registers its ids the same way: its package ``__init__`` calls
+:func:`register_family`, which reads the family's ``registry.yaml`` (ids, entry points, kwargs,
+agents, descriptions: data, not code; the format is :data:`REGISTRY_FORMAT`). Entry points are
+*strings*, so registering never imports an environment's module (no torch, renderer or game
+engine at ``import omnigym``). Single-agent ids are also registered with Gymnasium, which is
+what makes ``gym.make("omnigym:LMRL/Wordle-v0")`` work; multi-agent ids live only here and are
+made into PettingZoo ``ParallelEnv`` (or AEC) environments by :func:`make` / :func:`make_aec`.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from typing import Any, Literal
 
 import gymnasium
+import yaml
 from gymnasium.envs.registration import WrapperSpec
 
 Kind = Literal["single", "multi"]
@@ -39,7 +44,9 @@ class EnvInfo:
     ``episodes=None`` for the family's default size, returning the dataset's statistics.
     ``wrappers`` are ``("module:Wrapper", kwargs)`` pairs that ``gymnasium.make`` applies around
     the environment (Gymnasium's ``additional_wrappers``); ``vector_entry_point`` is Gymnasium's,
-    for ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
+    for ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``. ``metadata`` holds
+    what the family keeps beside a task for other layers to read (an LMRL task's language-model
+    prompt and dataset filter).
     """
 
     id: str
@@ -56,12 +63,14 @@ class EnvInfo:
     dataset: str | None = None
     wrappers: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     vector_entry_point: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         record = asdict(self)
         record["kwargs"] = dict(self.kwargs)
         record["agents"] = sorted(self.agents)
         record["wrappers"] = [[entry, dict(kwargs)] for entry, kwargs in self.wrappers]
+        record["metadata"] = dict(self.metadata)
         return record
 
 
@@ -92,6 +101,82 @@ def register(info: EnvInfo) -> None:
             additional_wrappers=wrappers,
             vector_entry_point=info.vector_entry_point,
         )
+
+
+REGISTRY_FILE = "registry.yaml"
+
+REGISTRY_FORMAT = """\
+family: Safe                   # the family of every id below (a group may set its own)
+groups:                        # one group per paper (Methods) or one for the whole family
+  - paper: "Authors, Title, Venue Year"
+    family: SafeBullet         # optional: this group's family
+    requires: [pybullet]       # optional: registered only when these modules are importable
+    defaults: {kind: single, obs_kind: vector, dataset: .datasets:write_dataset_for}
+    agents: {bc_all: omnigym.agents.safety.bc:BCAll}   # usable on every id of the group
+    envs:
+      - id: Safe/PointGoal1-v0
+        entry_point: .goal:GoalEnv                     # '.module' is inside the family package
+        kwargs: {robot: Point, level: 1}
+        description: One line that `omnigym list` shows.
+        agents: {oracle: omnigym.agents.lmrl.maze:MazeOracle}  # optional, this id only
+        metadata: {}                                   # optional, free-form (EnvInfo.metadata)
+"""
+"""The shape of a family's ``registry.yaml`` (the fields of an env entry, or of a group's
+``defaults``, are :class:`EnvInfo`'s)."""
+
+_ENV_FIELDS = {
+    "id",
+    "entry_point",
+    "kind",
+    "obs_kind",
+    "description",
+    "kwargs",
+    "normalizer",
+    "agents",
+    "aec_entry_point",
+    "dataset",
+    "wrappers",
+    "vector_entry_point",
+    "metadata",
+}
+_ENTRY_FIELDS = ("entry_point", "aec_entry_point", "normalizer", "dataset", "vector_entry_point")
+
+
+def register_family(package: str) -> list[str]:
+    """Register every id of ``<package>/registry.yaml`` and return the ids registered.
+
+    Entry points that start with ``.`` name modules inside ``package``. A group whose
+    ``requires`` names a module that is not installed is skipped (optional extras). Errors name
+    the file and the entry.
+    """
+    path = resources.files(package) / REGISTRY_FILE
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    registered = []
+    for number, group in enumerate(data["groups"]):
+        where = f"{package.replace('.', '/')}/{REGISTRY_FILE}: groups[{number}]"
+        unknown = sorted(set(group) - {"paper", "family", "requires", "defaults", "agents", "envs"})
+        if unknown:
+            raise ValueError(f"{where}: unknown fields {unknown}")
+        if not all(importlib.util.find_spec(module) for module in group.get("requires", ())):
+            continue
+        for entry in group["envs"]:
+            fields = {**group.get("defaults", {}), **entry}
+            unknown = sorted(set(fields) - _ENV_FIELDS)
+            if unknown:
+                raise ValueError(f"{where}: {entry.get('id')}: unknown fields {unknown}")
+            for name in _ENTRY_FIELDS:
+                if isinstance(fields.get(name), str) and fields[name].startswith("."):
+                    fields[name] = package + fields[name]
+            fields["agents"] = {**group.get("agents", {}), **fields.get("agents", {})}
+            fields["wrappers"] = tuple(
+                (entry_point, kwargs) for entry_point, kwargs in fields.get("wrappers", ())
+            )
+            info = EnvInfo(
+                family=group.get("family", data["family"]), paper=group["paper"], **fields
+            )
+            register(info)
+            registered.append(info.id)
+    return registered
 
 
 def load_entry_point(entry_point: str) -> Any:

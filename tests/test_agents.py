@@ -51,3 +51,24 @@ def test_unknown_agent_names_close_matches():
 def test_unloadable_module_class_is_an_unknown_agent():
     with pytest.raises(UnknownAgentError, match="cannot load"):
         make_agent("no_such_module:Agent")
+
+
+def test_family_agents_are_offered_only_on_their_family():
+    assert "sdqc" in omnigym.list_agents("Safe/PointGoal1-v0")
+    assert "diplomacy_greedy" in omnigym.list_agents("Diplomacy/Standard-v0")
+    for env_id in ("Craft/ChopTree-v0", "LMRL/Wordle-v0"):
+        offered = set(omnigym.list_agents(env_id))
+        assert not offered & {"sdqc", "bc_all", "fisor", "diplomacy_greedy", "dipllm"}
+
+
+def test_general_agents_are_offered_where_they_can_run():
+    assert "sb3" in omnigym.list_agents("Craft/ChopTree-v0")
+    assert "sb3" not in omnigym.list_agents("LMRL/Wordle-v0")
+    assert "random" not in omnigym.list_agents("Diplomacy/Standard-v0")
+
+
+def test_an_agent_of_another_family_is_refused_naming_its_family():
+    with pytest.raises(UnknownAgentError, match="plays the Safe family"):
+        make_agent("sdqc", env_id="Craft/ChopTree-v0")
+    with pytest.raises(UnknownAgentError, match="does not run on LMRL/Wordle-v0"):
+        make_agent("sb3", env_id="LMRL/Wordle-v0")

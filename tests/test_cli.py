@@ -327,3 +327,16 @@ def test_a_claims_checker_writes_claims_json_and_md(tmp_path, capsys):
     )
     result = _omnigym("run", bad, "--out", tmp_path / "bad")
     assert result.returncode == 2 and "field options" in result.stderr
+
+
+def test_list_offers_only_agents_that_run_on_each_env(capsys):
+    assert main(["list", "--json"]) == 0
+    records = {record["id"]: record for record in json.loads(capsys.readouterr().out)}
+    assert "bc_all" in records["Safe/PointGoal1-v0"]["agents"]
+    assert "bc_all" not in records["Craft/ChopTree-v0"]["agents"]
+
+
+def test_eval_with_an_agent_of_another_family_names_the_usable_ones(capsys):
+    assert main(["eval", "LMRL/Wordle-v0", "--agent", "sdqc", "--episodes", "1"]) == 2
+    error = capsys.readouterr().err
+    assert "plays the Safe family" in error and "oracle" in error

@@ -171,3 +171,15 @@ def test_close_leaves_no_child_process(env_id):
 @pytest.mark.parametrize("env_id", SINGLE_IDS)
 def test_gymnasium_spec_pickles(env_id):
     assert pickle.loads(pickle.dumps(gymnasium.spec(env_id))).id == env_id
+
+
+def test_a_family_file_with_an_unknown_field_names_the_file_and_the_id(tmp_path, monkeypatch):
+    from omnigym import registry
+
+    (tmp_path / "registry.yaml").write_text(
+        "family: Toy\ngroups:\n  - paper: P\n    envs:\n"
+        "      - {id: Toy/A-v0, entry_point: .a:A, kind: single, obs_kind: text, colour: red}\n"
+    )
+    monkeypatch.setattr(registry.resources, "files", lambda package: tmp_path)
+    with pytest.raises(ValueError, match=r"toy/registry.yaml: groups\[0\]: Toy/A-v0: .*colour"):
+        registry.register_family("toy")

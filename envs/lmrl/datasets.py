@@ -29,7 +29,7 @@ import numpy as np
 
 import omnigym
 from omnigym.envs.lmrl.text_task import transcript_line
-from omnigym.evaluators.io import atomic_write_bytes, atomic_write_text
+from omnigym.io import atomic_write_bytes, atomic_write_text
 
 FIXTURES = Path(__file__).parent / "data" / "fixtures"
 FIXTURE_EPISODES = 100

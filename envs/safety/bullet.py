@@ -1,4 +1,5 @@
-"""Bullet-Safety-Gym's Ball and Car Run/Circle tasks under the Safe conventions (spec §10).
+"""Bullet-Safety-Gym's Ball and Car Run/Circle tasks under the Safe conventions
+(``docs/safety.md``).
 
 DSRL (Liu et al., "Datasets and Benchmarks for Offline Safe Reinforcement Learning", DMLR 2024)
 takes its BulletGym datasets from Bullet-Safety-Gym (Gronauer, 2022), a PyBullet simulation.
@@ -9,10 +10,10 @@ This optional extra wraps four of its 1.4.0 environments, physics unchanged, as
     pip install pybullet && pip install --no-deps bullet-safety-gym==1.4.0
 
 (its own pin, ``gymnasium~=0.28.1``, is too old, but it runs on Gymnasium 1.x). The ids are
-registered by :func:`register_bullet` only when ``bullet_safety_gym`` and ``pybullet`` are
-importable; registering imports neither of them, nor Numba: the env class subclasses
-:class:`~omnigym.envs.safety.core.SafeEnv` (the step loop, action check and final metrics of
-every Safe task), so it is built on first access (:func:`__getattr__`).
+registered (``registry.yaml``, family ``SafeBullet``) only when ``bullet_safety_gym`` and
+``pybullet`` are importable; registering imports neither of them, nor Numba: the env class
+subclasses :class:`~omnigym.envs.safety.core.SafeEnv` (the step loop, action check and final
+metrics of every Safe task), so it is built on first access (:func:`__getattr__`).
 
 Departures from the library's environments:
 
@@ -37,10 +38,7 @@ The thresholds are those of the NumPy Run and Circle families (``tasks.yaml``: D
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
-
-from omnigym.registry import EnvInfo, register
 
 TASKS: dict[str, dict[str, Any]] = {
     "BallRun": {"source": "SafetyBallRun-v0", "family": "Run", "horizon": 100, "cmax": 80.0},
@@ -63,53 +61,6 @@ horizon and ``cmax`` (the cost clip of its dataset filter, DSRL's ``max_cost``).
 
 LIFT = 1000.0
 """Metres the robot is lifted before each reset to drop its contacts (see ``_start``)."""
-
-FAMILY = "SafeBullet"
-"""Registry family of these ids: apart from ``Safe`` so that the Safe dataset tools, which need
-a scripted policy per task, and the obs-group checks leave them out."""
-
-_PAPER = (
-    "Bullet-Safety-Gym (Gronauer, 2022) as used by DSRL (Liu et al., DMLR 2024); "
-    "SDQC (Yang et al., ICML 2025)"
-)
-_DESCRIPTIONS = {
-    "Run": "run along +x between walls at |y| = 2 under a speed limit",
-    "Circle": "circle the origin in a ring without crossing |x| = 6",
-}
-
-
-def bullet_available() -> bool:
-    """Whether ``bullet_safety_gym`` and ``pybullet`` can be imported (neither is imported)."""
-    return all(
-        importlib.util.find_spec(name) is not None for name in ("bullet_safety_gym", "pybullet")
-    )
-
-
-def register_bullet() -> list[str]:
-    """Register the ``Safe/Bullet*`` ids when Bullet-Safety-Gym is installed; returns the ids."""
-    if not bullet_available():
-        return []
-    ids = []
-    for task, settings in TASKS.items():
-        env_id = f"Safe/Bullet{task}-v0"
-        body = "Ball" if task.startswith("Ball") else "Car"
-        register(
-            EnvInfo(
-                id=env_id,
-                entry_point=f"{__name__}:BulletSafeEnv",
-                family=FAMILY,
-                kind="single",
-                obs_kind="vector",
-                paper=_PAPER,
-                description=(
-                    f"PyBullet {body}: {_DESCRIPTIONS[settings['family']]} "
-                    f"({settings['horizon']} steps)."
-                ),
-                kwargs={"task": task},
-            )
-        )
-        ids.append(env_id)
-    return ids
 
 
 def __getattr__(name: str) -> Any:

@@ -54,7 +54,7 @@ import yaml
 import omnigym
 from omnigym.envs.safety import dsrl
 from omnigym.envs.safety.core import FAMILIES, REFERENCES_PATH, ROBOT_RADIUS, load_references
-from omnigym.evaluators.io import atomic_write_text
+from omnigym.io import atomic_write_text
 
 DEFAULT_BETAS = tuple(np.round(np.linspace(0.0, 1.0, 11), 2).tolist())
 DEFAULT_SIGMAS = (0.0, 0.3, 0.6)

@@ -47,7 +47,7 @@ import h5py
 import numpy as np
 
 import omnigym
-from omnigym.evaluators.io import atomic_write_bytes, atomic_write_text
+from omnigym.io import atomic_write_bytes, atomic_write_text
 
 KEYS = (
     "observations",

@@ -351,12 +351,14 @@ def test_frames_show_the_orange_target_ahead():
 
 
 @pytest.mark.parametrize("env_id", CRAFT_SINGLE)
-def test_registered_actions_match_the_task_table(env_id):
+def test_registered_ids_take_their_actions_from_the_task_table(env_id):
     from omnigym.envs.craft.tasks.base import task_table
 
     entry = next(e for e in task_table().values() if e["id"] == env_id)
-    kwargs = omnigym.spec(env_id).kwargs
-    assert kwargs["actions"] == entry["actions"] and kwargs["mouse_mov"] == entry["mouse_mov"]
+    env = gym.make(env_id)
+    assert env.unwrapped.task.id == env_id
+    assert env.get_wrapper_attr("actions") == entry["actions"]
+    env.close()
 
 
 def test_registered_ids_make_vector_envs_through_gymnasium():

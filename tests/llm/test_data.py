@@ -13,11 +13,11 @@ require_llm_stack()
 import omnigym  # noqa: E402
 from omnigym.envs.lmrl.datasets import fixture_path, load_fixture  # noqa: E402
 from omnigym.llm_agents.data import (  # noqa: E402
-    LMRL_FILTERS,
     EpisodeFilter,
     dataset_examples,
     episode_examples,
     filter_episodes,
+    lmrl_filter,
     load_records,
     returns_to_go,
 )
@@ -109,9 +109,7 @@ def test_filters_keep_successes_on_the_capability_tasks():
         assert kept == [r for r in records if r["success"]]
         assert 0 < len(kept) < len(records)
     assert (
-        LMRL_FILTERS["LMRL/Chess-v0"]
-        == LMRL_FILTERS["LMRL/Endgames-v0"]
-        == EpisodeFilter("success")
+        lmrl_filter("LMRL/Chess-v0") == lmrl_filter("LMRL/Endgames-v0") == EpisodeFilter("success")
     )
 
 
@@ -143,5 +141,5 @@ def test_a_filter_that_keeps_nothing_is_an_error():
     failures = [r for r in load_fixture(MAZE) if not r["success"]]
     with pytest.raises(ValueError, match="keeps none"):
         filter_episodes(failures)
-    with pytest.raises(ValueError, match="no LMRL filter"):
+    with pytest.raises(ValueError, match="no filtered-BC rule"):
         filter_episodes(failures, "Other/Task-v0")

@@ -55,7 +55,7 @@ def _run(env, action, seed=0):
 
 
 def test_the_four_ids_are_registered_apart_from_the_numpy_safe_family():
-    registered = [info.id for info in omnigym.list_envs(family=bullet.FAMILY)]
+    registered = [info.id for info in omnigym.list_envs(family="SafeBullet")]
     assert registered == sorted(IDS)
     assert not set(IDS) & {info.id for info in omnigym.list_envs(family="Safe")}
     assert all(omnigym.spec(env_id).obs_kind == "vector" for env_id in IDS)
@@ -138,13 +138,17 @@ def test_bad_arguments_name_themselves():
 
 
 def test_registration_needs_both_packages(monkeypatch):
-    real = bullet.importlib.util.find_spec
+    from omnigym import registry
+
+    real = registry.importlib.util.find_spec
     monkeypatch.setattr(
-        bullet.importlib.util,
+        registry.importlib.util,
         "find_spec",
         lambda name, *args: None if name == "pybullet" else real(name, *args),
     )
-    assert bullet.register_bullet() == []
+    monkeypatch.setattr(registry, "register", lambda info: None)
+    registered = registry.register_family("omnigym.envs.safety")
+    assert registered and not [env_id for env_id in registered if "Bullet" in env_id]
 
 
 def test_import_omnigym_lists_the_ids_without_importing_pybullet():
