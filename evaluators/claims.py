@@ -1,60 +1,115 @@
-"""Claims files: a paper's claims checked on a run, as ``claims.json`` and ``claims.md``.
+"""Claims: a paper's claims checked on a run, as ``claims.json`` and ``claims.md``.
 
-A claims checker (``options: {claims: "package.module:function"}`` in a scenario run by the
-default runner, or a family runner's own) returns ``{"claims": [...]}`` where each entry is
-:func:`claim`'s dict: the claim's number and text, its ``status`` — ``pass``, ``fail``,
-``recorded`` (reported, not asserted) or ``not run`` (the run lacks what it needs) — and the
-numbers behind it. The default runner calls the checker as ``function(scorecard, records)``.
+A paper's claims checker is a function beside its scenario (``scenarios/claims/<paper>.py``,
+named in the scenario as ``claims: omnigym.scenarios.claims.<paper>:check``). The experiment kit
+calls it once the run's scorecard is built, as ``check(run)`` with the finished
+:class:`~omnigym.evaluators.experiment.Run` (scorecard, episode records, diagnostics, options),
+and it returns a list of :func:`claim` entries::
+
+    {"id": 1, "statement": "...", "measured": {...}, "paper": {...}, "status": "pass"}
+
+``measured`` holds our numbers (a value, or a ``{"mean", "ci95"}`` summary, or a mapping of
+them), ``paper`` the paper's reported numbers or wording for the same claim, and ``status`` one
+of :data:`STATUSES`: ``pass`` and ``fail`` for claims that are checked, ``recorded`` for numbers
+that are reported but not asserted, ``not run`` when the run lacks what the claim needs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from omnigym.io import atomic_write_text
 
 STATUSES = ("pass", "fail", "recorded", "not run")
+CLAIMS_JSON = "claims.json"
+CLAIMS_MD = "claims.md"
 
 
-def claim(number: int, text: str, status: str, **numbers: Any) -> dict[str, Any]:
+def claim(
+    id: int | str,  # noqa: A002  (the claim's id, as the paper numbers it)
+    statement: str,
+    status: str,
+    measured: Any = None,
+    paper: Any = None,
+) -> dict[str, Any]:
     """One claim's entry; ``status`` must be one of :data:`STATUSES`."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    return {"claim": number, "text": text, "status": status, "numbers": numbers}
+    return {
+        "id": id,
+        "statement": statement,
+        "measured": measured,
+        "paper": paper,
+        "status": status,
+    }
 
 
-def write_claims(claims: Mapping[str, Any], folder: str | Path) -> str:
-    """Write ``claims.json`` and ``claims.md`` into ``folder``; return the Markdown."""
+def verdict(holds: bool) -> str:
+    """``"pass"`` or ``"fail"``."""
+    return "pass" if holds else "fail"
+
+
+def write_claims(document: Mapping[str, Any], folder: str | Path) -> str:
+    """Write ``claims.json`` and ``claims.md`` (:func:`format_claims`) into ``folder``; return
+    the Markdown. ``document`` holds ``claims`` and the run's ``experiment``, ``paper`` and
+    ``profile``."""
     out = Path(folder)
-    atomic_write_text(out / "claims.json", json.dumps(claims, indent=2) + "\n")
-    markdown = format_claims(claims)
-    atomic_write_text(out / "claims.md", markdown)
+    atomic_write_text(out / CLAIMS_JSON, json.dumps(document, indent=2) + "\n")
+    markdown = format_claims(document)
+    atomic_write_text(out / CLAIMS_MD, markdown)
     return markdown
 
 
-def format_claims(claims: Mapping[str, Any]) -> str:
-    """The claims as a Markdown list: status first, then the claim and its headline numbers
-    (the heading names ``claims["source"]`` when there is one)."""
-    source = claims.get("source")
-    lines = [f"## Claims ({source})" if source else "## Claims", ""]
-    for entry in claims["claims"]:
-        lines.append(f"{entry['claim']}. **{entry['status']}**: {entry['text']}.")
-        lines.append(f"   `{_short(entry['numbers'])}`")
+def read_claims(folder: str | Path) -> dict[str, Any] | None:
+    """The ``claims.json`` of a run folder, or None when it has none."""
+    path = Path(folder) / CLAIMS_JSON
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def format_claims(document: Mapping[str, Any]) -> str:
+    """The claims as Markdown: one line per claim with its status, then the paper's numbers and
+    ours."""
+    paper = document.get("paper")
+    lines = [f"## Claims ({paper})" if paper else "## Claims", ""]
+    profile = document.get("profile")
+    if profile == "quick":
+        lines += ["Quick profile: a smoke run at reduced size, not a measurement.", ""]
+    for entry in document["claims"]:
+        lines.append(f"{entry['id']}. **{entry['status']}**: {entry['statement']}.")
+        if entry.get("paper") is not None:
+            lines.append(f"   - paper: {format_value(entry['paper'])}")
+        if entry.get("measured") is not None:
+            lines.append(f"   - measured: {format_value(entry['measured'])}")
     return "\n".join(lines) + "\n"
 
 
-def _short(numbers: Mapping[str, Any]) -> str:
-    def compact(value: Any) -> Any:
-        if isinstance(value, float):
-            return round(value, 3)
-        if isinstance(value, Mapping):
-            return {k: compact(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [compact(v) for v in value]
-        return value
+def format_value(value: Any, limit: int = 600) -> str:
+    """A compact one-line rendering of claim numbers: ``{"mean", "ci95"}`` summaries as
+    ``m [lo, hi]``, floats to three significant decimals, mappings as ``key: value`` lists."""
+    text = _compact(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    text = str(compact(dict(numbers)))
-    return text if len(text) <= 600 else text[:597] + "..."
+
+def _compact(value: Any) -> str:
+    if isinstance(value, Mapping):
+        if "mean" in value and "ci95" in value and value["ci95"] is not None:
+            low, high = value["ci95"]
+            return f"{_number(value['mean'])} [{_number(low)}, {_number(high)}]"
+        return "; ".join(f"{key}: {_compact(item)}" for key, item in value.items())
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return "[" + ", ".join(_compact(item) for item in value) + "]"
+    return _number(value)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    if value != value:  # NaN
+        return "nan"
+    magnitude = abs(value)
+    if magnitude >= 100 or value == int(value):
+        return f"{value:.1f}" if magnitude < 1e6 else f"{value:.3g}"
+    return f"{value:.3g}" if magnitude >= 0.001 else f"{value:.2e}"

@@ -12,8 +12,8 @@ exist for summaries, so the performance profile is drawn over each env's mean no
 (one point per env) rather than over individual runs, and has no confidence band.
 
 Agents that train may also bring learning curves (episode return against training timesteps,
-per run seed, from :func:`omnigym.evaluators.runner.read_learning_curves`); the page then plots
-them, one panel per env: each seed as a thin line (a running mean over 5% of its episodes), the
+per run seed, from :meth:`omnigym.evaluators.experiment.RunFolder.learning_curves`); the page
+then plots them, one panel per env: each seed as a thin line (a running mean over 5% of its episodes), the
 mean over seeds as a thick one, and the evaluation mean of every agent without a curve as a dashed
 reference line.
 
@@ -73,6 +73,10 @@ td.missing { color: #9aa1ad; }
 .matrix th.text, .matrix td.agent { text-align: left; }
 .matrix td.diag { color: #9aa1ad; background: #f6f7f9; }
 footer { margin-top: 40px; font-size: 12px; color: #7a8291; }
+.claims td { text-align: left; vertical-align: top; }
+.status { font-weight: 600; white-space: nowrap; }
+.status.pass { color: #1a7f37; } .status.fail { color: #c62828; }
+.status.recorded, .status.not-run { color: #5b6475; }
 """
 
 
@@ -81,6 +85,7 @@ def write_report(
     out_dir: str | os.PathLike,
     title: str = "omnigym scorecard",
     learning_curves: Sequence[Mapping[str, Any]] = (),
+    claims: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``report.html`` (one self-contained page) for ``scorecard`` into ``out_dir``.
 
@@ -88,7 +93,8 @@ def write_report(
     one, else return), a performance profile when two or more envs have normalized scores, the
     learning curves when ``learning_curves`` has any (records with ``env_id``, ``agent``,
     ``seed``, ``timesteps`` and ``returns``), the results table and the
-    probability-of-improvement matrices. Returns the file's path.
+    probability-of-improvement matrices; first, when ``claims`` is given (a ``claims.json``
+    document), the paper's claims with their status. Returns the file's path.
     """
     colors = agent_colors(scorecard["agents"])
     normalized_envs = [
@@ -97,7 +103,8 @@ def write_report(
         if any("normalized_score" in r for r in _rows(scorecard, env))
     ]
     return_envs = [env for env in scorecard["envs"] if env not in normalized_envs]
-    sections = [_section_scores(scorecard, normalized_envs, return_envs, colors)]
+    sections = [section_claims(claims)] if claims else []
+    sections.append(_section_scores(scorecard, normalized_envs, return_envs, colors))
     if len(normalized_envs) >= 2:
         sections.append(_section_profile(scorecard, normalized_envs, colors))
     curves = [c for c in learning_curves if c["agent"] in colors and c["timesteps"]]
@@ -127,6 +134,34 @@ NeurIPS 2021).</footer>
 </html>
 """
     return atomic_write_text(Path(out_dir) / "report.html", page)
+
+
+def section_claims(claims: Mapping[str, Any], heading: str = "Claims") -> str:
+    """An HTML section with one row per claim: status, statement, the paper's numbers, ours."""
+    rows = []
+    for entry in claims["claims"]:
+        status = entry["status"]
+        rows.append(
+            f'<tr><td class="status {status.replace(" ", "-")}">{html.escape(status)}</td>'
+            f"<td>{html.escape(str(entry['id']))}. {html.escape(entry['statement'])}</td>"
+            f"<td>{_claim_value(entry.get('paper'))}</td>"
+            f"<td>{_claim_value(entry.get('measured'))}</td></tr>"
+        )
+    note = ""
+    if claims.get("profile") == "quick":
+        note = '<p class="note">Quick profile: a smoke run at reduced size, not a measurement.</p>'
+    return (
+        f"<section><h2>{html.escape(heading)}</h2>{note}"
+        '<table class="claims"><tr><th class="text">status</th><th class="text">claim</th>'
+        '<th class="text">paper</th><th class="text">measured (95% CI)</th></tr>'
+        f"{''.join(rows)}</table></section>"
+    )
+
+
+def _claim_value(value: Any) -> str:
+    from .claims import format_value
+
+    return "–" if value is None else html.escape(format_value(value, limit=400))
 
 
 def agent_colors(agents: Sequence[str]) -> dict[str, str]:

@@ -1,30 +1,28 @@
-"""Rollouts: play episodes of one agent on one environment and record them (DESIGN §5).
+"""Rollouts: play episodes of one agent on one environment and record them.
 
 :func:`evaluate` is the entry point. Episodes are identified by ``(seed, episode)``; each gets its
 own environment seed and agent seed derived from that pair with NumPy's ``SeedSequence``, so a
 result never depends on which worker played it or in which order. With ``workers > 1`` the
-episodes run in local worker processes (``forkserver`` start method: no fork of a process that
-holds threads), each of which builds its environment and agent once per evaluation and then
-plays many episodes. A :class:`WorkerPool` keeps those processes (and the libraries they have
-imported) across evaluations: a scenario plays all its (environment, agent) pairs in one pool
-instead of starting one per pair. With a ``store`` the run resumes: stored episodes are
-skipped, new ones are appended and flushed one by one.
+episodes run in the worker processes of a :class:`~omnigym.pool.WorkerPool`, each of which builds
+its environment and agent once per evaluation and then plays many episodes; a pool kept across
+evaluations serves a whole scenario (:func:`play_in_pool`). With a ``store`` the run resumes:
+stored episodes are skipped, new ones are appended and flushed one by one.
 """
 
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import pickle
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from omnigym.agent import make_agent
+from omnigym.pool import WorkerPool
 from omnigym.registry import make, spec
 
 from .store import EpisodeKey, EpisodeStore
@@ -143,55 +141,31 @@ def _worker_episodes(token: int, payload: bytes, tasks: list[tuple[int, int]]) -
     return [job.tag(run_episode(env, agent, seed, episode)) for seed, episode in tasks]
 
 
-class WorkerPool:
-    """Local worker processes that play the episodes of one evaluation after another.
+_tokens = itertools.count()
 
-    Started on first use and stopped on ``close()`` (or at the end of a ``with`` block). Each
-    evaluation's :class:`Job` is pickled once and built at most once per worker.
-    """
 
-    _tokens = itertools.count()
-
-    def __init__(self, workers: int):
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.workers = workers
-        self._executor: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown()
-            self._executor = None
-
-    def run(self, job: Job, tasks: list[tuple[int, int]], collect: Callable[[Record], None]):
-        """Play ``tasks`` (``(seed, episode)`` pairs) of ``job``, passing each record to
-        ``collect`` as its batch comes back."""
-        if self._executor is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["omnigym"])
-            self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-        token, payload = next(self._tokens), pickle.dumps(job)
-        # Episodes travel in small batches: one message per episode would cost the parent as
-        # much CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32
-        # episodes, so a killed run loses little, and at most 4 batches per worker are in flight.
-        size = max(1, min(32, len(tasks) // (8 * self.workers)))
-        batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
-        in_flight = set()
-        while True:
-            for batch in itertools.islice(batches, 4 * self.workers - len(in_flight)):
-                in_flight.add(self._executor.submit(_worker_episodes, token, payload, batch))
-            if not in_flight:
-                break
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                for record in future.result():
-                    collect(record)
+def play_in_pool(
+    pool: WorkerPool, job: Job, tasks: list[tuple[int, int]], collect: Callable[[Record], None]
+) -> None:
+    """Play ``tasks`` (``(seed, episode)`` pairs) of ``job`` in ``pool``'s workers, passing each
+    record to ``collect`` as its batch comes back. ``job`` is pickled once and built at most once
+    per worker."""
+    token, payload = next(_tokens), pickle.dumps(job)
+    # Episodes travel in small batches: one message per episode would cost the parent as much
+    # CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32 episodes,
+    # so a killed run loses little, and at most 4 batches per worker are in flight.
+    size = max(1, min(32, len(tasks) // (8 * pool.workers)))
+    batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
+    in_flight = set()
+    while True:
+        for batch in itertools.islice(batches, 4 * pool.workers - len(in_flight)):
+            in_flight.add(pool.submit(_worker_episodes, token, payload, batch))
+        if not in_flight:
+            break
+        done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+        for future in done:
+            for record in future.result():
+                collect(record)
 
 
 def evaluate(
@@ -215,8 +189,9 @@ def evaluate(
     with the registered id as ``env_base``) and ``agent`` (``label``,
     by default the agent's name or class name). Episodes already in ``store`` are not replayed;
     new ones are appended to it as they finish. ``on_episode`` is called after each new episode
-    (progress bars). ``pool`` runs the episodes in that :class:`WorkerPool` (its worker count
-    replaces ``workers``); without one, ``workers > 1`` starts a pool for this call alone.
+    (progress bars). ``pool`` runs the episodes in that :class:`~omnigym.pool.WorkerPool` (its
+    worker count replaces ``workers``; a one-worker pool plays here); without one,
+    ``workers > 1`` starts a pool for this call alone.
     """
     spec(env_id)  # unknown ids fail here, before any process starts
     if episodes < 1:
@@ -241,9 +216,9 @@ def evaluate(
             on_episode(record)
 
     tasks = [(seed, episode) for _, _, seed, episode in todo]
-    if pool is not None and todo:
-        pool.run(job, tasks, collect)
-    elif todo and workers == 1:
+    if pool is not None and pool.workers > 1 and todo:
+        play_in_pool(pool, job, tasks, collect)
+    elif todo and (workers == 1 or pool is not None):
         env, built_agent = job.build()
         try:
             for seed, episode in tasks:
@@ -252,7 +227,7 @@ def evaluate(
             _close(job, env, built_agent)
     elif todo:
         with WorkerPool(workers) as own_pool:
-            own_pool.run(job, tasks, collect)
+            play_in_pool(own_pool, job, tasks, collect)
     if store is None:
         return [fresh[key] for key in keys]
     return store.select(keys)

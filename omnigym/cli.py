@@ -66,8 +66,14 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a scenario file")
     run.add_argument("scenario", type=Path)
-    run.add_argument("--out", type=Path, help="output folder (default: the scenario's out:)")
-    run.add_argument("--quick", action="store_true", help="apply the scenario's quick: block")
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: the scenario's out:, with --quick its quick/ subfolder)",
+    )
+    run.add_argument(
+        "--quick", action="store_true", help="the scenario's quick: profile (a smoke run)"
+    )
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="re-render a report from episodes.jsonl")
@@ -173,8 +179,8 @@ def _eval(args: argparse.Namespace) -> int:
     omnigym.spec(args.env_id)
     load_agent_factory(args.agent, args.env_id)
     # Validated: only now pay for scipy and matplotlib.
+    from omnigym.evaluators.experiment import write_outputs
     from omnigym.evaluators.rollout import evaluate
-    from omnigym.evaluators.runner import write_outputs
     from omnigym.evaluators.scorecard import build_scorecard, format_table
     from omnigym.evaluators.store import EpisodeStore
 
@@ -212,29 +218,33 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     if args.quick:
         scenario = scenario.quickened()
-    folder = args.out or (Path(scenario.out) if scenario.out else None)
-    if folder is None:
-        raise UsageError(f"{args.scenario}: no output folder: give --out or set out: in the file")
-    from omnigym.evaluators.runner import scenario_runner
-    from omnigym.evaluators.scorecard import format_table
+    from omnigym.evaluators.experiment import experiment_class, run_folder
 
-    runner = scenario_runner(scenario)
-    with _progress(runner.total_episodes(scenario), scenario.name) as advance:
-        output = runner.run_scenario(scenario, folder, on_episode=advance)
-    print(output.summary or format_table(output.scorecard))
+    try:
+        folder = run_folder(scenario, args.out)
+        experiment = experiment_class(scenario)(scenario, folder)
+    except ValueError as error:
+        raise UsageError(f"{args.scenario}: {error}") from None
+    with _progress(experiment.total_episodes(), scenario.name) as advance:
+        experiment.on_episode = advance
+        output = experiment.execute()
+    print(output.summary)
     print(f"scorecard: {output.scorecard_json.resolve()}")
     print(f"report: {output.report_html.resolve()}")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from omnigym.evaluators.runner import write_outputs
+    from omnigym.evaluators.claims import read_claims
+    from omnigym.evaluators.experiment import write_outputs
     from omnigym.evaluators.store import EPISODES_FILE, read_records
 
     records = read_records(args.folder / EPISODES_FILE)
     if not records:
         raise UsageError(f"{args.folder}: no episode records in {EPISODES_FILE}")
-    output = write_outputs(records, args.folder, title=args.folder.name)
+    output = write_outputs(
+        records, args.folder, title=args.folder.name, claims=read_claims(args.folder)
+    )
     print(f"report: {output.report_html.resolve()}")
     return 0
 

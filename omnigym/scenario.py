@@ -1,4 +1,4 @@
-"""Scenario files: YAML experiments validated by pydantic (DESIGN §5).
+"""Scenario files: YAML experiments validated by pydantic (``docs/experiments.md``).
 
 A scenario names environments, agents, how many episodes per seed, the seeds, the worker count
 and the output folder; an optional ``quick:`` block overrides any of those under ``--quick``.
@@ -12,13 +12,14 @@ and the output folder; an optional ``quick:`` block overrides any of those under
     out: results/quickstart
     quick: {episodes: 5, seeds: [0]}
 
-Two optional fields serve experiments that are more than an env × agent grid. An agent's
-``envs: [...]`` limits it to those of the scenario's environments (an ablation run on a few
-tasks). ``runner: package.module`` names the module that runs the scenario in place of
-:mod:`omnigym.evaluators.runner`; it exposes the same ``run_scenario(scenario, folder,
-on_episode)`` and ``total_episodes(scenario)`` and reads its settings from ``options:`` (a free
-mapping; the Safe family's DSRL protocol, :mod:`omnigym.evaluators.safety`, is one). ``quick:``
-may also replace ``envs`` and update ``options`` key by key.
+A paper's experiment adds (``docs/experiments.md``): ``paper:`` (the citation the claims
+dashboard shows), ``claims: package.module:check`` (the paper's claims checker,
+:mod:`omnigym.evaluators.claims`), and, when "train then evaluate" is not enough,
+``experiment: package.module:Class``, an :class:`~omnigym.evaluators.experiment.Experiment`
+whose named stages run the scenario and whose settings are ``options:`` (checked against the
+class's ``defaults``). An agent's ``envs: [...]`` limits it to those of the scenario's
+environments (an ablation run on a few tasks). ``quick:`` may also replace ``envs`` and update
+``options`` key by key.
 
 Every error names the file, the field and what was expected; :func:`load_scenario` also checks
 that every environment id is registered and every agent name resolves on every environment, so a
@@ -27,16 +28,18 @@ bad scenario fails before anything is run or written.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from omnigym.agent import UnknownAgentError, load_agent_factory
 from omnigym.registry import UnknownEnvError, load_entry_point, spec
+
+DEFAULT_EXPERIMENT = "omnigym.evaluators.experiment:TrainThenEvaluate"
+"""The experiment of a scenario that names none: train what has a budget, then evaluate."""
 
 
 class ScenarioError(ValueError):
@@ -126,11 +129,16 @@ class Scenario(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     workers: int = Field(default=1, gt=0)
     out: str | None = None
-    runner: str | None = Field(
-        default=None, description="module with run_scenario/total_episodes (default: the grid)"
+    paper: str | None = Field(default=None, description="the paper whose claims this checks")
+    experiment: str | None = Field(
+        default=None, description="module:Class of the experiment (default: train, evaluate)"
     )
-    options: dict[str, Any] = Field(default_factory=dict, description="settings of the runner")
+    claims: str | None = Field(default=None, description="module:function, the claims checker")
+    options: dict[str, Any] = Field(default_factory=dict, description="the experiment's settings")
     quick: QuickOverrides | None = None
+    profile: Literal["full", "quick"] = Field(
+        default="full", description="set by quickened(): which profile this is"
+    )
 
     @field_validator("envs", mode="before")
     @classmethod
@@ -165,7 +173,7 @@ class Scenario(_Strict):
     def quickened(self) -> Scenario:
         """This scenario with its ``quick:`` overrides applied."""
         if self.quick is None:
-            return self
+            return self.model_copy(update={"profile": "quick"})
         quick = self.quick
         agents = self.agents
         if quick.train_budget is not None:
@@ -177,6 +185,7 @@ class Scenario(_Strict):
             ]
         return self.model_copy(
             update={
+                "profile": "quick",
                 "episodes": quick.episodes or self.episodes,
                 "seeds": quick.seeds or self.seeds,
                 "workers": quick.workers or self.workers,
@@ -197,6 +206,11 @@ def _format_validation_error(path: Path, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def _quick_options(scenario: Scenario) -> dict[str, Any]:
+    quick = scenario.quick.options if scenario.quick and scenario.quick.options else {}
+    return {**scenario.options, **quick}
+
+
 def load_scenario(path: str | os.PathLike) -> Scenario:
     """Read, validate and resolve a scenario file; raises :class:`ScenarioError`."""
     file = Path(path)
@@ -212,26 +226,23 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as error:
         raise ScenarioError(_format_validation_error(file, error)) from None
-    if scenario.runner is not None:
+    for field in ("experiment", "claims"):
+        entry_point = getattr(scenario, field)
+        if entry_point is None:
+            continue
         try:
-            runner = importlib.import_module(scenario.runner)
-        except ImportError as error:
-            raise ScenarioError(
-                f"{file}: field runner: cannot import {scenario.runner!r}: {error}"
-            ) from None
-        missing = [n for n in ("run_scenario", "total_episodes") if not hasattr(runner, n)]
-        if missing:
-            raise ScenarioError(f"{file}: field runner: {scenario.runner} has no {missing[0]}()")
-    if scenario.runner is None:
-        unknown = sorted(set(scenario.options) - {"claims"})
-        if unknown:
-            raise ScenarioError(f"{file}: field options: unknown keys {unknown} (known: claims)")
-        checker = scenario.options.get("claims")
-        if checker is not None:
-            try:
-                load_entry_point(checker)
-            except (ImportError, ValueError) as error:
-                raise ScenarioError(f"{file}: field options.claims: {error}") from None
+            load_entry_point(entry_point)
+        except (ImportError, ValueError) as error:
+            raise ScenarioError(f"{file}: field {field}: {error}") from None
+    experiment = load_entry_point(scenario.experiment or DEFAULT_EXPERIMENT)
+    for field, options in (
+        ("options", scenario.options),
+        ("quick.options", _quick_options(scenario)),
+    ):
+        try:
+            experiment.check_options(options)
+        except ValueError as error:
+            raise ScenarioError(f"{file}: field {field}: {error}") from None
     env_ids = {name for env in scenario.envs for name in (env.id, env.display)}
     if scenario.quick is not None and scenario.quick.envs:
         env_ids |= {name for env in scenario.quick.envs for name in (env.id, env.display)}

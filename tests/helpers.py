@@ -28,10 +28,9 @@ class LearningAgent(RandomAgent):
         return super().act(observation, info)
 
 
-def oracle_claims(scorecard, records):
+def oracle_claims(run):
     """A claims checker for tests: the oracle's mean return beats random's."""
-    from omnigym.evaluators.claims import claim
+    from omnigym.evaluators.claims import claim, verdict
 
-    means = {r["agent"]: r["return"]["mean"] for r in scorecard["results"]}
-    status = "pass" if means["oracle"] > means["random"] else "fail"
-    return {"source": "tests", "claims": [claim(1, "oracle beats random", status, means=means)]}
+    means = {r["agent"]: r["return"]["mean"] for r in run.scorecard["results"]}
+    return [claim(1, "oracle beats random", verdict(means["oracle"] > means["random"]), means)]

@@ -90,10 +90,14 @@ def test_bad_names_exit_2_with_a_clear_message_and_write_nothing(tmp_path, args,
             "field agents[0].envs",
         ),
         (
-            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nrunner: no.such.mod\n",
-            "field runner",
+            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nexperiment: no.such.mod:X\n",
+            "field experiment",
         ),
-        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nrunner: json\n", "field runner"),
+        (
+            "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nclaims: json:no_such_function\n",
+            "field claims",
+        ),
+        ("name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\noptions: {x: 1}\n", "field options"),
         (
             "name: x\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nquick: {envs: [X/Y-v0]}\n",
             "quick.envs[0]",
@@ -268,20 +272,16 @@ def test_render_errors_exit_2_and_write_nothing(tmp_path, args, message):
 
 
 def test_report_rerenders_learning_curves_keeping_the_latest_per_seed(tmp_path):
-    from omnigym.evaluators.runner import (
-        LEARNING_CURVES_FILE,
-        append_learning_curve,
-        read_learning_curves,
-    )
+    from omnigym.evaluators.experiment import LEARNING_CURVES_FILE, RunFolder
 
     out = tmp_path / "out"
     assert main(["eval", "LMRL/MazeFO-v0", "--agent", "random", "--episodes", "2",
                  "--out", str(out)]) == 0  # fmt: skip
-    append_learning_curve(out, "LMRL/MazeFO-v0", "random", 0, [(10, -5.0)])
+    RunFolder(out).append_learning_curve("LMRL/MazeFO-v0", "random", 0, [(10, -5.0)])
     with (out / LEARNING_CURVES_FILE).open("a") as file:
         file.write('{"env_id": "LMRL/Maz')  # a run killed in the middle of a write
-    append_learning_curve(out, "LMRL/MazeFO-v0", "random", 0, [(10, -4.0), (20, -2.0)])
-    (curve,) = read_learning_curves(out)
+    RunFolder(out).append_learning_curve("LMRL/MazeFO-v0", "random", 0, [(10, -4.0), (20, -2.0)])
+    (curve,) = RunFolder(out).learning_curves()
     assert curve["timesteps"] == [10, 20] and curve["returns"] == [-4.0, -2.0]
     assert main(["report", str(out)]) == 0
     assert "<h2>Learning curves</h2>" in (out / "report.html").read_text()
@@ -313,20 +313,14 @@ def test_a_claims_checker_writes_claims_json_and_md(tmp_path, capsys):
     path = _scenario(
         tmp_path,
         "name: c\nenvs: [LMRL/MazeFO-v0]\nagents: [random, oracle]\nepisodes: 2\n"
-        "options: {claims: 'tests.helpers:oracle_claims'}\n",
+        "claims: 'tests.helpers:oracle_claims'\n",
     )
     assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
     claims = json.loads((tmp_path / "out" / "claims.json").read_text())
     assert [c["status"] for c in claims["claims"]] == ["pass"]
+    assert claims["profile"] == "full" and claims["experiment"] == "c"
     assert "1. **pass**: oracle beats random." in capsys.readouterr().out
-    bad = _scenario(
-        tmp_path,
-        "name: c\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\n"
-        "options: {claims: 'tests.helpers:nothing', x: 1}\n",
-        "bad.yaml",
-    )
-    result = _omnigym("run", bad, "--out", tmp_path / "bad")
-    assert result.returncode == 2 and "field options" in result.stderr
+    assert "oracle beats random" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_list_offers_only_agents_that_run_on_each_env(capsys):
@@ -340,3 +334,19 @@ def test_eval_with_an_agent_of_another_family_names_the_usable_ones(capsys):
     assert main(["eval", "LMRL/Wordle-v0", "--agent", "sdqc", "--episodes", "1"]) == 2
     error = capsys.readouterr().err
     assert "plays the Safe family" in error and "oracle" in error
+
+
+def test_quick_runs_go_to_the_quick_folder_and_never_mix_with_the_full_run(tmp_path):
+    out = tmp_path / "results"
+    path = _scenario(
+        tmp_path,
+        f"name: q\nenvs: [LMRL/MazeFO-v0]\nagents: [random]\nepisodes: 3\nout: {out}\n"
+        "quick: {episodes: 1}\n",
+    )
+    assert main(["run", str(path), "--quick"]) == 0
+    assert len(read_records(out / "quick" / "episodes.jsonl")) == 1
+    assert not (out / "episodes.jsonl").exists()
+    assert main(["run", str(path)]) == 0
+    assert len(read_records(out / "episodes.jsonl")) == 3
+    result = _omnigym("run", path, "--quick", "--out", out)
+    assert result.returncode == 2 and "holds a full run" in result.stderr

@@ -11,11 +11,7 @@ pytest.importorskip("stable_baselines3")
 
 import omnigym  # noqa: E402
 from omnigym.agents.sb3 import SB3Agent, channels_first, stacked_space  # noqa: E402
-from omnigym.evaluators.runner import (  # noqa: E402
-    LEARNING_CURVES_FILE,
-    checkpoint_path,
-    read_learning_curves,
-)
+from omnigym.evaluators.experiment import LEARNING_CURVES_FILE, RunFolder  # noqa: E402
 from omnigym.evaluators.store import read_records  # noqa: E402
 
 ENV_ID = "Craft/SmallRoom-v0"
@@ -181,11 +177,11 @@ def test_scenario_run_writes_curve_and_checkpoint_and_resumes_from_the_checkpoin
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "out"
     assert main(["run", str(path), "--out", str(out)]) == 0
-    (curve,) = read_learning_curves(out)
+    (curve,) = RunFolder(out).learning_curves()
     assert (curve["env_id"], curve["agent"], curve["seed"]) == (ENV_ID, "ppo", 0)
     assert len(curve["timesteps"]) == len(curve["returns"]) > 0
     assert "<h2>Learning curves</h2>" in (out / "report.html").read_text()
-    assert (checkpoint_path(out, ENV_ID, "ppo", 0) / "policy.pt").exists()
+    assert (RunFolder(out).checkpoint(ENV_ID, "ppo", 0) / "policy.pt").exists()
 
     first = read_records(out / "episodes.jsonl")
     (out / "episodes.jsonl").unlink()  # replay the evaluation: the checkpoint replaces training

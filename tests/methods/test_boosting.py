@@ -32,7 +32,7 @@ from omnigym.envs.methods.boosting import (
     classification_error,
     flip_probability,
 )
-from omnigym.evaluators.runner import run_scenario
+from omnigym.evaluators.experiment import run_scenario
 from omnigym.evaluators.scorecard import build_scorecard
 from omnigym.scenario import load_scenario
 
