@@ -13,9 +13,9 @@ exist for summaries, so the performance profile is drawn over each env's mean no
 
 Agents that train may also bring learning curves (episode return against training timesteps,
 per run seed, from :meth:`omnigym.evaluators.experiment.RunFolder.learning_curves`); the page
-then plots them, one panel per env: each seed as a thin line (a running mean over 5% of its episodes), the
-mean over seeds as a thick one, and the evaluation mean of every agent without a curve as a dashed
-reference line.
+then plots them, one panel per env: each seed as a thin line (a running mean over 5% of its
+episodes), the mean over seeds as a thick one, and the evaluation mean of every agent without a
+curve as a dashed reference line.
 
 Everything is inlined (CSS in a ``<style>`` element, plots as matplotlib PNGs in
 ``data:image/png;base64`` URIs), so the file can be mailed or archived alone. matplotlib is
