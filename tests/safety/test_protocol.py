@@ -1,20 +1,21 @@
-"""DSRL's protocol (omnigym.evaluators.safety): formulas on synthetic records, the plan of
-units, the tables, and a smoke run of the claims runner on real tasks and agents."""
+"""DSRL's protocol (omnigym.evaluators.dsrl) and the Safe experiment
+(omnigym.evaluators.dsrl_experiment): formulas on synthetic records, the plan of units, the
+tables, and a smoke run of the claims experiment on real tasks and agents."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from omnigym.evaluators.safety import (
+from omnigym.evaluators.dsrl import (
     format_safety_tables,
     level2_id,
-    plan,
     protocol_rows,
     safety_tables,
     suite_average,
     thresholds,
 )
+from omnigym.evaluators.dsrl_experiment import DSRLExperiment
 from omnigym.evaluators.store import read_records
 from omnigym.scenario import Scenario, load_scenario
 
@@ -112,11 +113,18 @@ def test_tables_mark_safe_bold_unsafe_grey_and_star_the_best_safe_reward():
     assert '<span style="color:gray">0.90 / 3.00</span>' in text
 
 
+EXPERIMENT = "omnigym.evaluators.dsrl_experiment:DSRLExperiment"
+
+
+def plan(scenario, folder):
+    return DSRLExperiment(scenario, folder).units
+
+
 def _scenario(**options):
     return Scenario.model_validate(
         {
             "name": "plan",
-            "runner": "omnigym.evaluators.safety",
+            "experiment": EXPERIMENT,
             "envs": [GOAL, "Safe/PointRun-v0"],
             "agents": [
                 {"name": "bc_all", "train": {"budget": 1}},
@@ -180,7 +188,8 @@ def test_the_claims_scenario_and_its_quick_profile_load():
     scenario = load_scenario(ROOT / "scenarios/claims/sdqc.yaml")
     quick = scenario.quickened()
     assert len(plan(quick, Path("out"))) < len(plan(scenario, Path("out")))
-    assert quick.options["grid"] is None and quick.options["claims"] == "sdqc"
+    assert quick.options["grid"] is None
+    assert scenario.claims == "omnigym.scenarios.claims.sdqc:check"
 
 
 def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_path):
@@ -204,12 +213,13 @@ def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_pat
     ]
     scenario = {
         "name": "smoke",
-        "runner": "omnigym.evaluators.safety",
+        "experiment": EXPERIMENT,
+        "claims": "omnigym.scenarios.claims.sdqc:check",
         "envs": [GOAL, "Safe/PointRun-v0"],
         "agents": [{**a, "train": {"budget": 4}} for a in agents],
         "episodes": 1,
         "seeds": [0],
-        "options": {"dataset": {"n_traj": 20}, "claims": "sdqc"},
+        "options": {"dataset": {"n_traj": 20}},
     }
     path.write_text(json.dumps(scenario))
     out = tmp_path / "out"
@@ -236,7 +246,7 @@ def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_pat
     assert len([d for d in diagnostics if d["agent"] == "BC-Safe"]) == 8  # 2 tasks x 4 κ
     assert "## Training time" in (out / "scorecard.md").read_text()
     claims = json.loads((out / "claims.json").read_text())["claims"]
-    assert [c["claim"] for c in claims] == list(range(1, 10))
+    assert [c["id"] for c in claims] == list(range(1, 10))
     assert all(c["status"] in {"pass", "fail", "recorded", "not run"} for c in claims)
     assert claims[8]["status"] == "not run"  # no grid in the smoke run
     assert "## strict protocol" in (out / "scorecard.md").read_text()
