@@ -56,8 +56,7 @@ fine-tuning stage on those decisions rather than as a reweighting of the whole d
 they would touch about 0.1 % of the decisions); adjustment-phase locations may also choose
 ``<none>`` (the env's "no order", index 0: waive, or leave a site unused), and once the due
 builds or removals are ordered only ``<none>`` is left, so the agent never over-orders.
-:mod:`omnigym.llm_agents.dipllm_lm` runs the same training on a pretrained language model,
-SmolLM2-135M with LoRA.
+:mod:`.smollm2` runs the same training on a pretrained language model, SmolLM2-135M with LoRA.
 
 Seeding: data games, rollouts, minibatches and joint-action samples come from NumPy generators
 seeded by the given seed (``SeedSequence``); model initialisation from a forked torch generator;
@@ -65,7 +64,8 @@ no global RNG is touched. Worker processes run one torch thread.
 
 Modules: :mod:`.config` (settings), :mod:`.text` (tokens and board text), :mod:`.model`,
 :mod:`.data`, :mod:`.weights`, :mod:`.losses`, :mod:`.training`, :mod:`.q` (Q by rollouts),
-:mod:`.agent` (:class:`DipLLMAgent`) and :mod:`.cli` (the command line).
+:mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line) and :mod:`.smollm2` (the
+SmolLM2 variant, which needs the ``llm`` extra and is not imported here).
 """
 
 from .agent import CONFIG_FILE, WEIGHTS_FILE, DipLLMAgent
