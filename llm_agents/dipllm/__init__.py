@@ -1,0 +1,146 @@
+"""DipLLM-lite: a small transformer that orders one unit at a time, trained toward an
+equilibrium policy by Q-weighted fine-tuning (spec diplomacy.md §5).
+
+Follows DipLLM (Xu, Chai, Li, Fu, Zhu, Zhao, "DipLLM: Fine-Tuning LLM for Strategic
+Decision-making in Diplomacy", ICML 2025; arXiv 2506.09655), which publishes no code. Its two
+ideas are reproduced at a small scale:
+
+1. **Autoregressive factorisation.** A power with D orderable locations picks its orders one
+   location at a time, π(a | s) = Π_d π(a_d | s, a_1 … a_{d−1}), in the env's sorted location
+   order. The model reads the board text, the orders already chosen this phase and the name of
+   the next location, and scores only that location's legal orders (a masked softmax), so it
+   can never emit an illegal order.
+2. **Equilibrium fine-tuning.** The model is first trained by behaviour cloning (BC) on the
+   data, then fine-tuned with DipLLM's objective, maximising E[log π(a^d | s, a^{<d}) ·
+   exp(Q^d / λ)]: each decision with a unit-level value Q^d (the value of the chosen order given
+   the earlier units' orders, estimated by Monte Carlo rollouts) is weighted by w = exp(Q^d/λ)
+   normalised within its (state, location) group (:mod:`.weights`), and the loss is Σ w ·
+   (−log π(a^d | s, a^{<d})). λ → ∞ gives every weight 1: plain BC. The fine-tuning loss is
+   divided by the number of weighted decisions.
+
+Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm data|q|train``):
+
+- ``data`` (:mod:`.data`): seeded games of a mix of the reference bots
+  (:mod:`omnigym.agents.diplomacy_bots`) capped at a year, one gzipped JSON line per phase.
+- ``q`` (:mod:`.q`): unit-level Q of a (state, earlier orders, candidate order) triple by
+  rollouts of the bots from the saved phase, for the behaviour's order and the ``top_k`` most
+  likely orders of the current policy (a trained factorised checkpoint; without one, ``top_k``
+  other legal orders drawn uniformly).
+- ``train`` (:mod:`.agent`, :mod:`.training`): a model from scratch: ``--updates`` of BC on
+  every decision, then, with a Q file, ``--finetune`` epochs of equilibrium-weighted
+  fine-tuning on the decisions that have a Q group (the rest of their turn only conditions
+  them); ``--init`` starts from a BC checkpoint and skips the first stage when ``--updates 0``.
+
+**Ablations** (spec §5.2): AF + EW (factorised head, BC then equilibrium fine-tuning), AF + BC
+(factorised, BC only: DipLLM's "AF only" row), joint + EW and joint + BC. Heads
+(:mod:`.losses`):
+
+- ``factorised`` (AF): the hidden state at location d's name is projected to a query and
+  dotted with an embedding of every legal order there;
+- ``joint``: no factorisation; the hidden state at a ``<joint>`` token after the board scores
+  whole joint actions (the sum of their orders' embeddings) in a softmax over a capped list of
+  ``joint_candidates`` joint actions: the behaviour's plus uniformly sampled ones in training,
+  all sampled uniformly in play. A turn's weight is the geometric mean of its decisions'
+  positive weights.
+
+**Model** (:mod:`.model`): a 1 M-parameter decoder-only transformer over word tokens
+(:mod:`.text`) with an order encoder.
+
+Departures from the paper, and why: a 1 M-parameter model trained from scratch on the CPU
+instead of Llama-3-8B with LoRA (the spec's budget), so BC on the bots' games plays the part of
+the pretrained model; data from the scripted bots instead of DipNet (no weights offline); Q from
+the bots' rollouts with the behaviour bot as the rollout policy (the spec's "round 1"; no further
+rounds); Q only for movement-phase decisions (nearly all decisions) and, within the spec's time
+budget, only for a seeded sample of ``groups`` of them, which is why the weights enter through a
+fine-tuning stage on those decisions rather than as a reweighting of the whole data set (where
+they would touch about 0.1 % of the decisions); adjustment-phase locations may also choose
+``<none>`` (the env's "no order", index 0: waive, or leave a site unused), and once the due
+builds or removals are ordered only ``<none>`` is left, so the agent never over-orders.
+:mod:`.smollm2` runs the same training on a pretrained language model, SmolLM2-135M with LoRA.
+
+Seeding: data games, rollouts, minibatches and joint-action samples come from NumPy generators
+seeded by the given seed (``SeedSequence``); model initialisation from a forked torch generator;
+no global RNG is touched. Worker processes run one torch thread.
+
+Modules: :mod:`.config` (settings), :mod:`.text` (tokens and board text), :mod:`.model`,
+:mod:`.data`, :mod:`.weights`, :mod:`.losses`, :mod:`.training`, :mod:`.q` (Q by rollouts),
+:mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line) and :mod:`.smollm2` (the
+SmolLM2 variant, which needs the ``llm`` extra and is not imported here).
+"""
+
+from .agent import CONFIG_FILE, WEIGHTS_FILE, DipLLMAgent
+from .cli import main
+from .config import HEADS, ModelConfig, QConfig, TrainConfig
+from .data import Dataset, DataSpec, Turn, generate_data, play_data_game, read_phases
+from .losses import factorised_logits, factorised_loss, joint_logits, joint_loss, sample_joint
+from .model import DipLLMModel, build_model, count_parameters
+from .q import (
+    RolloutTask,
+    estimate_q,
+    group_values,
+    read_q,
+    rollout_tasks,
+    rollout_value,
+    select_groups,
+)
+from .text import (
+    MAX_ORDER_WORDS,
+    NONE,
+    SPECIALS,
+    UNK,
+    Tokenizer,
+    adjustment_count,
+    board_text,
+    board_view,
+    choices,
+    turn_text,
+)
+from .training import rank_choices, train
+from .weights import behaviour_weight, group_weights, joint_weight
+
+__all__ = [
+    "CONFIG_FILE",
+    "HEADS",
+    "MAX_ORDER_WORDS",
+    "NONE",
+    "SPECIALS",
+    "UNK",
+    "WEIGHTS_FILE",
+    "DataSpec",
+    "Dataset",
+    "DipLLMAgent",
+    "DipLLMModel",
+    "ModelConfig",
+    "QConfig",
+    "RolloutTask",
+    "Tokenizer",
+    "TrainConfig",
+    "Turn",
+    "adjustment_count",
+    "behaviour_weight",
+    "board_text",
+    "board_view",
+    "build_model",
+    "choices",
+    "count_parameters",
+    "estimate_q",
+    "factorised_logits",
+    "factorised_loss",
+    "generate_data",
+    "group_values",
+    "group_weights",
+    "joint_logits",
+    "joint_loss",
+    "joint_weight",
+    "main",
+    "play_data_game",
+    "rank_choices",
+    "read_phases",
+    "read_q",
+    "rollout_tasks",
+    "rollout_value",
+    "sample_joint",
+    "select_groups",
+    "train",
+    "turn_text",
+]
