@@ -96,7 +96,7 @@ class Unit:
         budget = self.agent.train.budget if self.agent.train else 0
         return _UPDATE_COST.get(self.agent.name, 4.0) * budget
 
-    def keys(self) -> list[tuple[str, str, int, int]]:
+    def episode_keys(self) -> list[tuple[str, str, int, int]]:
         return [
             (play.env_id, play.label, self.seed, episode)
             for play in self.plays
@@ -163,7 +163,9 @@ class DSRLExperiment(Experiment):
                     continue
                 use = getattr(load_agent_factory(agent.name, task), "target_cost_use", None)
                 label = agent.display
-                seeds = grid.get("seeds", scenario.seeds) if label in grid_labels else scenario.seeds
+                seeds = (
+                    grid.get("seeds", scenario.seeds) if label in grid_labels else scenario.seeds
+                )
                 for seed in seeds:
                     units += self._units_of(task, agent, seed, use, kappas, strict, shifted)
         return units
@@ -205,10 +207,10 @@ class DSRLExperiment(Experiment):
         return [Unit(train_cost=None, plays=tuple(plays), checkpoint=str(base), **common)]
 
     def episode_keys(self) -> list[tuple[str, str, int, int]]:
-        return [key for unit in self.units for key in unit.keys()]
+        return [key for unit in self.units for key in unit.episode_keys()]
 
     def _todo(self) -> list[Unit]:
-        return [u for u in self.units if not all(key in self.store for key in u.keys())]
+        return [u for u in self.units if not all(key in self.store for key in u.episode_keys())]
 
     def datasets(self) -> None:
         """Generate (or find) the dataset of every task that still has units to run."""

@@ -43,7 +43,7 @@ from omnigym.io import atomic_write_text
 #: on white; agents take them in sorted order, the same in every plot and table.
 AGENT_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
 
-_CSS = """
+REPORT_CSS = """
 :root { color-scheme: light; }
 body { margin: 0; background: #f6f7f9; color: #1d2330;
        font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
@@ -119,7 +119,7 @@ def write_report(
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
-<style>{_CSS}</style>
+<style>{REPORT_CSS}</style>
 </head>
 <body>
 <main>

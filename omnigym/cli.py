@@ -1,4 +1,4 @@
-"""The ``omnigym`` command line: list, eval, run, report, bench, dataset, play, render.
+"""The ``omnigym`` command line: list, eval, run, claims, report, bench, dataset, play, render.
 
 Bad input (an unknown environment or agent, a malformed scenario) prints one clear message to
 stderr and exits with status 2 before anything is written. Long work shows a progress bar on
@@ -75,6 +75,19 @@ def _parser() -> argparse.ArgumentParser:
         "--quick", action="store_true", help="the scenario's quick: profile (a smoke run)"
     )
     run.set_defaults(handler=_run)
+
+    claims = commands.add_parser(
+        "claims", help="run every paper's claims experiment and write the claims dashboard"
+    )
+    claims.add_argument("--quick", action="store_true", help="the quick profiles (smoke runs)")
+    claims.add_argument(
+        "--report",
+        action="store_true",
+        help="only collect existing runs (or the recorded full runs in docs/results/)",
+    )
+    claims.add_argument("--out", type=Path, default=Path("results/claims"), help="dashboard folder")
+    claims.add_argument("--papers", help="comma-separated paper names (default: all)")
+    claims.set_defaults(handler=_claims)
 
     report = commands.add_parser("report", help="re-render a report from episodes.jsonl")
     report.add_argument("folder", type=Path)
@@ -232,6 +245,47 @@ def _run(args: argparse.Namespace) -> int:
     print(f"scorecard: {output.scorecard_json.resolve()}")
     print(f"report: {output.report_html.resolve()}")
     return 0
+
+
+def _claims(args: argparse.Namespace) -> int:
+    from omnigym.evaluators.dashboard import claims_scenarios, collect, write_dashboard
+    from omnigym.scenario import load_scenario
+
+    available = claims_scenarios()
+    papers = list(available) if not args.papers else args.papers.split(",")
+    unknown = sorted(set(papers) - set(available))
+    if unknown:
+        raise UsageError(f"unknown papers {unknown} (known: {', '.join(available)})")
+    failed = []
+    if not args.report:
+        from omnigym.evaluators.experiment import experiment_class, run_folder
+
+        for paper in papers:
+            scenario = load_scenario(available[paper])
+            scenario = scenario.quickened() if args.quick else scenario
+            experiment = experiment_class(scenario)(scenario, run_folder(scenario))
+            print(f"{paper}: running into {run_folder(scenario)}", file=sys.stderr)
+            try:
+                with _progress(experiment.total_episodes(), paper) as advance:
+                    experiment.on_episode = advance
+                    experiment.execute()
+            except (ImportError, RuntimeError, ValueError, OSError) as error:
+                failed.append(paper)
+                print(f"{paper}: failed: {error}", file=sys.stderr)
+    entries = [e for e in collect(quick=args.quick) if e.paper in papers]
+    markdown, page = write_dashboard(entries, args.out)
+    for entry in entries:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(_status_counts(entry.claims).items()))
+        print(f"{entry.paper}: {counts or 'no run'}")
+    print(f"dashboard: {page.resolve()}")
+    return 1 if failed else 0
+
+
+def _status_counts(claims: dict[str, Any] | None) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in (claims or {}).get("claims", []):
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    return counts
 
 
 def _report(args: argparse.Namespace) -> int:
