@@ -50,11 +50,16 @@ class Entry:
     claims: dict[str, Any] | None
 
 
-def collect(quick: bool = False, recorded: Path | None = RECORDED) -> list[Entry]:
-    """Every paper's results: its run folder for the profile, else (full profile) its recorded
-    run under ``recorded``."""
+def collect(
+    quick: bool = False, recorded: Path | None = None, papers: list[str] | None = None
+) -> list[Entry]:
+    """The results of ``papers`` (default all): each one's run folder for the profile, else
+    (full profile) its recorded run under ``recorded`` (default :data:`RECORDED`)."""
+    recorded = RECORDED if recorded is None else recorded
     entries = []
     for paper, file in claims_scenarios().items():
+        if papers is not None and paper not in papers:
+            continue
         scenario = load_scenario(file)
         if quick:
             scenario = scenario.quickened()
@@ -63,8 +68,8 @@ def collect(quick: bool = False, recorded: Path | None = RECORDED) -> list[Entry
         if claims is not None and claims.get("profile", "full") == scenario.profile:
             entries.append(Entry(paper, scenario, "run", folder, claims))
             continue
-        stored = recorded / paper if recorded is not None else None
-        if not quick and stored is not None and (stored / "claims.json").exists():
+        stored = recorded / paper
+        if not quick and (stored / "claims.json").exists():
             entries.append(Entry(paper, scenario, "recorded", stored, read_claims(stored)))
             continue
         entries.append(Entry(paper, scenario, "none", None, None))

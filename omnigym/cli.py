@@ -272,7 +272,7 @@ def _claims(args: argparse.Namespace) -> int:
             except (ImportError, RuntimeError, ValueError, OSError) as error:
                 failed.append(paper)
                 print(f"{paper}: failed: {error}", file=sys.stderr)
-    entries = [e for e in collect(quick=args.quick) if e.paper in papers]
+    entries = collect(quick=args.quick, papers=papers)
     markdown, page = write_dashboard(entries, args.out)
     for entry in entries:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(_status_counts(entry.claims).items()))
