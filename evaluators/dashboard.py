@@ -16,12 +16,12 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from omnigym.io import atomic_write_text
 from omnigym.scenario import Scenario, load_scenario
-from omnigym.scenarios import path as scenario_path
 
 from .claims import STATUSES, format_claims, read_claims
 from .experiment import run_folder
@@ -33,8 +33,9 @@ RECORDED = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def claims_scenarios() -> dict[str, Path]:
-    """Paper name → its claims scenario file, for every ``scenarios/claims/*.yaml``."""
-    folder = scenario_path(CLAIMS_FOLDER)
+    """Paper name → its claims scenario file, for every ``scenarios/claims/*.yaml`` (data of
+    the ``omnigym.scenarios`` package)."""
+    folder = Path(str(resources.files("omnigym.scenarios").joinpath(CLAIMS_FOLDER)))
     return {file.stem: file for file in sorted(folder.glob("*.yaml"))}
 
 
