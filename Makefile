@@ -32,7 +32,7 @@ stockfish:
 	fi
 
 # Optional real-physics Safe tasks (Safe/Bullet*): bullet-safety-gym pins gymnasium 0.28, so it
-# goes in without its dependencies; it runs beside Gymnasium 1.x (spec safety.md §10).
+# goes in without its dependencies; it runs beside Gymnasium 1.x (docs/safety.md).
 bullet: $(STAMP)
 	$(BIN)/pip install --quiet pybullet
 	$(BIN)/pip install --quiet --no-deps bullet-safety-gym==1.4.0

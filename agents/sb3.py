@@ -1,4 +1,5 @@
-"""``SB3Agent``: a Stable-Baselines3 algorithm behind omnigym's agent protocol (DESIGN §3).
+"""``SB3Agent``: a Stable-Baselines3 algorithm behind omnigym's agent protocol
+(``docs/architecture.md``).
 
 Wraps any algorithm of Stable-Baselines3 (Raffin et al., JMLR 2021), PPO by default (Schulman et
 al., 2017), so that a scenario can train it (``learn(env, budget)``) and the evaluator can play
@@ -14,10 +15,11 @@ stack itself, cleared by ``reset``. Vector observations are concatenated the sam
 Training runs ``n_envs`` copies of the environment in a ``DummyVecEnv`` (one process: on a
 two-core machine the network, not the environment, is the bottleneck), each wrapped in SB3's
 ``Monitor``; a callback records every finished training episode as ``(timesteps, return)`` in
-:attr:`SB3Agent.learning_curve`, which the scenario runner plots.
+:attr:`SB3Agent.learning_curve`, which the experiment kit stores and the report plots.
 
-Checkpoints follow DESIGN §3 rather than SB3's own ``.zip``: ``save(folder)`` writes the policy's
-``state_dict`` with ``torch.save`` and a JSON config, and ``load(folder)`` rebuilds the policy
+Checkpoints follow omnigym's rule (state dicts and JSON, never pickles) rather than SB3's own
+``.zip``: ``save(folder)`` writes the policy's ``state_dict`` with ``torch.save`` and a JSON
+config, and ``load(folder)`` rebuilds the policy
 from the config and reads the weights with ``weights_only=True``. Only the policy is kept, not the
 optimiser: a loaded agent plays, and a further ``learn`` starts a fresh optimiser from the loaded
 weights.

@@ -2,7 +2,7 @@
 Capabilities", ICLR 2022), for environments that report ``info["achievements"]``.
 
 An episode's achievements are a dict name → unlock count (Crafter's convention; Craft's OpenWorld
-reports twenty, spec craft.md §4.1). Per achievement, the success rate s_i is the percentage of
+reports twenty, ``docs/craft.md``). Per achievement, the success rate s_i is the percentage of
 episodes that unlocked it at least once; the score is the geometric mean of the rates offset by
 one, S = exp(mean_i ln(1 + s_i)) − 1, which lies in [0, 100] and rewards breadth over repeating
 the easy achievements.

@@ -1,7 +1,7 @@
 """Continual-learning evaluation: a task sequence, the performance matrix, final performance and
 forgetting.
 
-Follows the protocol Craftium uses for its procedural-dungeon sequence (spec craft.md §5) and the
+Follows the protocol Craftium uses for its procedural-dungeon sequence (``docs/craft.md``) and the
 usual continual-RL metrics (Chaudhry et al., ECCV 2018; Wołczyk et al., NeurIPS 2021): the agent
 learns the tasks one after another; after stage ``i`` it is evaluated on every task ``j``, giving
 the matrix ``R[i, j]``. Then

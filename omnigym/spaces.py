@@ -30,7 +30,7 @@ def require_text_action(action: Any, space: spaces.Text) -> None:
     """Raise ``ValueError`` naming ``space`` unless ``action`` is a ``str``.
 
     Only the type is checked: a string that is too long, has characters outside the charset or
-    does not parse is a legal *move* that the task penalises (DESIGN §2).
+    does not parse is a legal *move* that the task penalises (``docs/architecture.md``).
     """
     if not isinstance(action, str):
         raise ValueError(

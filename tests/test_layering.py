@@ -143,6 +143,7 @@ def test_no_comment_points_outside_the_repository():
         f"{path.relative_to(ROOT)}:{number}"
         for folder in (*FOLDERS, "tests", "benchmarks")
         for path in (ROOT / folder).rglob("*.py")
+        if path.name != "test_layering.py"  # the pattern itself
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line)
     ]
