@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.chop_tree import ChopTreeScripted
+from omnigym.agents.craft.chop_tree import ChopTreeScripted
 from omnigym.envs.craft.core import FrameEvents
 from omnigym.envs.craft.digging import DugNode
 from omnigym.envs.craft.tasks.base import shared_materials, task_table

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import omnigym
-from omnigym.agents.scripted.room import RoomScripted
+from omnigym.agents.craft.room import RoomScripted
 from omnigym.envs.craft.actions import ACTION_ORDER, DiscreteActionWrapper
 from omnigym.envs.craft.env import IGNORED_KWARGS, CraftEnv
 
@@ -392,7 +392,7 @@ def _reference_frame(env):
 
 
 def test_frames_skip_nothing_after_digging_and_placing():
-    from omnigym.agents.scripted.chop_tree import ChopTreeScripted
+    from omnigym.agents.craft.chop_tree import ChopTreeScripted
 
     env = gym.make("Craft/ChopTree-v0")
     agent = ChopTreeScripted(env)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.open_world import OpenWorldScripted
+from omnigym.agents.craft.open_world import OpenWorldScripted
 from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.core import FrameEvents
 from omnigym.envs.craft.digging import DugNode

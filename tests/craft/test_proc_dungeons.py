@@ -9,7 +9,7 @@ import pytest
 from gymnasium.envs.registration import WrapperSpec
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.proc_dungeons import ProcDungeonsScripted
+from omnigym.agents.craft.proc_dungeons import ProcDungeonsScripted
 from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.dungeon_env import default_dungeon_conf, make_dungeon_env
 from omnigym.envs.craft.dungeons import join_sequence, parse_ascii_map, sequence0_25

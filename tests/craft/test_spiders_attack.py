@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.spiders_attack import SpidersAttackScripted
+from omnigym.agents.craft.spiders_attack import SpidersAttackScripted
 from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.env import CraftEnv
 

@@ -18,7 +18,7 @@ the frames of a step. A trunk node of group ``choppy=2`` (apple, jungle, acacia)
 The episode terminates when the player dies (damage on: falls); truncation after 2000 steps.
 Success: at least one trunk node dug. ``info["task"]``: ``trunks_dug``; final ``metrics``:
 ``trunks_dug``, ``damage_taken``, ``distance``, ``min_y``. Score range: 0 to the mean return of
-the scripted chopper (``agents/scripted/chop_tree.py``).
+the scripted chopper (``agents/craft/chop_tree.py``).
 
 Departures from Craftium: its forest is a shipped Luanti map; this one is generated (spec §4).
 Craftium's map fixes the spawn pose; here the yaw is drawn from the episode's generator (see

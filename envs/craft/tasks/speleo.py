@@ -20,7 +20,7 @@ step), so the deeper the player stands the more it earns. The episode terminates
 dies (a fall, lava); truncation after 500 steps. Success: the feet reached the lowest two node
 layers of the cave (y below the deepest floor's top + 2). ``info["task"]``: ``y``, ``min_y``;
 final ``metrics``: ``min_y``, ``damage_taken``, ``distance``. Score range: the mean returns of
-the no-op policy and of the scripted descender (``agents/scripted/speleo.py``).
+the no-op policy and of the scripted descender (``agents/craft/speleo.py``).
 
 Departures from Craftium:
 
