@@ -17,7 +17,6 @@ Cases (spec §7 targets; "recorded" cases have none):
   recorded, with its ratio to ``single_rgb`` (expected ≥ 1.5).
 - ``soft_reset``: ChopTree RGB ``reset()`` time over ``step()`` time: < 10 steps.
 - ``open_world_rgb``: OpenWorld 320×180 RGB: recorded.
-- ``numpy_rgb``: ChopTree 64×64 RGB with ``render_kernel="numpy"``: recorded.
 - ``crafter``: Crafter (Hafner, ICLR 2022; ``pip install crafter``), ``crafter.Env()`` 64×64:
   recorded; every steps/s case above gets ``ratio_vs_crafter`` = ours / Crafter.
 
@@ -53,7 +52,6 @@ CASES = (
     "vector_rgb_two_cores",
     "soft_reset",
     "open_world_rgb",
-    "numpy_rgb",
 )
 TARGETS: dict[str, dict[str, Any]] = {
     "single_rgb": {"op": ">=", "value": 3000.0, "unit": "steps/s"},
@@ -278,8 +276,6 @@ def run_case(name: str, seconds: float, warmup: int) -> dict[str, Any]:
         env.reset(seed=1)
         record.update(_single_steps(env, seconds))
         return record
-    if name == "numpy_rgb":
-        return case_single("ChopTree", seconds, max(1, warmup // 20), render_kernel="numpy")
     raise ValueError(f"unknown case {name!r}; cases: {list(CASES)}")
 
 

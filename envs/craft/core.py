@@ -97,7 +97,8 @@ class CraftSim:
         n_players: bodies in the world.
         config: physics constants (``PhysicsConfig.load(pmul, fps_max)``).
         render: frame options, or ``None`` when no frame is ever drawn.
-        kernel: "auto", "numba" or "numpy" for the physics, digging and rendering kernels.
+        kernel: "numba", or "numpy" to run the physics and digging kernels' source uncompiled
+            (their reference; frames are always drawn by the compiled renderer).
         enable_damage: falls, lava and mobs hurt players.
     """
 
@@ -107,7 +108,7 @@ class CraftSim:
         n_players: int,
         config: PhysicsConfig,
         render: RenderOptions | None,
-        kernel: str = "auto",
+        kernel: str = "numba",
         enable_damage: bool = True,
     ):
         self.task = task

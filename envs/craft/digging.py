@@ -139,7 +139,7 @@ class DugNode:
 
 
 def pointed_node(
-    world: World, player: Player, config: PhysicsConfig, kernel: str = "auto"
+    world: World, player: Player, config: PhysicsConfig, kernel: str = "numba"
 ) -> PointedNode | None:
     """The first pointable node along the view within the interaction range, if any."""
     if kernel not in KERNELS:
@@ -168,7 +168,7 @@ def dig_frame(
     config: PhysicsConfig,
     dig_held: bool,
     rng: np.random.Generator,
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> DugNode | None:
     """One frame of digging (§2.5); returns the ``dug`` event when a node was removed.
 
@@ -202,7 +202,7 @@ def place(
     player: Player,
     config: PhysicsConfig,
     bodies: Iterable[tuple[np.ndarray, np.ndarray]] = (),
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> tuple[int, int, int] | None:
     """Places one wielded node (§2.5); returns where, or ``None`` when nothing was placed.
 

@@ -44,7 +44,7 @@ from gymnasium import spaces
 from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action, raw_action_space
 from omnigym.envs.craft.core import CraftSim
 from omnigym.envs.craft.engine import World
-from omnigym.envs.craft.physics import KERNELS, PhysicsConfig
+from omnigym.envs.craft.physics import PhysicsConfig
 from omnigym.envs.craft.render import RenderOptions
 from omnigym.envs.craft.tasks import task_class
 from omnigym.envs.craft.tasks.base import Task
@@ -147,7 +147,6 @@ class CraftEnv(gym.Env):
         minetest_conf: task parameters plus ``fov``, ``mouse_sensitivity``, ``fast_move``,
             ``enable_damage``, ``give_initial_stuff``; other keys warn once and are ignored.
         obs_mode: "rgb", "voxels" or "both".
-        render_kernel: "auto", "numba" or "numpy".
         backend: "embedded" (the only one in v0).
         **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
     """
@@ -174,7 +173,6 @@ class CraftEnv(gym.Env):
         fps_max: float = 200,
         minetest_conf: Mapping[str, Any] | None = None,
         obs_mode: str = "rgb",
-        render_kernel: str = "auto",
         backend: str = "embedded",
         n_players: int = 1,
         **engine_kwargs: Any,
@@ -192,8 +190,6 @@ class CraftEnv(gym.Env):
         task_type = task_class(task)
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if render_kernel not in KERNELS:
-            raise ValueError(f"render_kernel must be one of {KERNELS}, got {render_kernel!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, "
@@ -257,25 +253,18 @@ class CraftEnv(gym.Env):
         )
         enable_damage = engine_conf.get("enable_damage", self.task.enable_damage)
         self.give_initial_stuff = bool(engine_conf.get("give_initial_stuff", False))
-        kernel = "numba" if render_kernel == "auto" else render_kernel
-        from omnigym.envs.craft.render import NUMBA_AVAILABLE
-
-        if render_kernel == "auto" and not NUMBA_AVAILABLE:
-            kernel = "numpy"
         self.render_options = RenderOptions(
             width=width,
             height=height,
             fov=float(fov),
             rgb=self.rgb_observations,
             gray_scale_keepdim=self.gray_scale_keepdim,
-            kernel=kernel,
         )
         self.sim = CraftSim(
             self.task,
             n_players=n_players,
             config=self.config,
             render=self.render_options,
-            kernel=kernel,
             enable_damage=bool(enable_damage),
         )
         self.action_space = raw_action_space()

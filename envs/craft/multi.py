@@ -16,9 +16,9 @@ observation         ``Box(0, 255, (H, W, 3), uint8)`` first-person frame of that
   agent acts every step, and all actions are applied in the same frames. ``kwargs`` are
   ``CraftEnv``'s (``obs_width``, ``obs_height``, ``frameskip``, ``rgb_observations``,
   ``gray_scale_keepdim``, ``max_timesteps``, ``seed`` (map seed), ``pmul``, ``fps_max``,
-  ``minetest_conf``, ``render_kernel``, the voxel-info kwargs and Craftium's ignored engine
-  kwargs), validated with the same messages; ``render_mode`` is None or "rgb_array" (both
-  players' frames side by side). ``discrete=True`` maps an index with the task's
+  ``minetest_conf``, the voxel-info kwargs and Craftium's ignored engine kwargs), validated
+  with the same messages; ``render_mode`` is None or "rgb_array" (both players' frames side by
+  side). ``discrete=True`` maps an index with the task's
   ``DiscreteActionWrapper`` (index 0 the no-op, index i ``actions[i - 1]``).
 - ``MarlCraftiumEnv(num_agents, ...)``: Craftium's gymnasium-like class: ``observation_space``
   ``Box(0, 255, (N, H, W, C), uint8)``, ``action_space`` one agent's raw ``Dict``; ``reset``
@@ -81,7 +81,6 @@ ENGINE_KWARGS = (
     "pmul",
     "fps_max",
     "minetest_conf",
-    "render_kernel",
     "backend",
 )
 """``CraftEnv`` keyword arguments that ``CraftParallelEnv`` passes on."""

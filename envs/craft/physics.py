@@ -38,7 +38,7 @@ EPS = 1e-9
 SUPPORT_PROBE = 0.05
 """How far below the feet a sneaking player looks for a node to stand on (nodes)."""
 SNEAK_BISECTIONS = 12
-KERNELS = ("auto", "numba", "numpy")
+KERNELS = ("numba", "numpy")
 
 # Layout of the float64 state vector the kernel reads and writes.
 _PX, _PY, _PZ, _VX, _VY, _VZ, _GROUND, _LANDING = range(8)
@@ -194,7 +194,7 @@ def step_player(
     player: Player,
     controls: Controls,
     config: PhysicsConfig,
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> FrameResult:
     """Runs items 2–4 of a §2.2 frame for one player: walk, jump, gravity, collision sweep.
 

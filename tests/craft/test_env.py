@@ -248,7 +248,6 @@ def test_world_seed_option_switches_world_and_validates():
         ({"voxel_obs_rx": -1}, "voxel_obs_rx"),
         ({"rgb_observations": "yes"}, "rgb_observations"),
         ({"obs_mode": "depth"}, "obs_mode"),
-        ({"render_kernel": "cuda"}, "render_kernel"),
         ({"render_mode": "window"}, "render_mode"),
         ({"pmul": 0}, "pmul"),
         ({"fps_max": -1}, "fps_max"),
