@@ -37,11 +37,7 @@ from omnigym.envs.craft.entities import (
     ray_box,
 )
 from omnigym.envs.craft.physics import Controls, PhysicsConfig, camera_turn, step_player
-from omnigym.envs.craft.render import (
-    Renderer,
-    RenderOptions,
-    crop_voxel_info,
-)
+from omnigym.envs.craft.render import Renderer, RenderOptions
 
 if TYPE_CHECKING:
     from omnigym.envs.craft.tasks.base import Task
@@ -450,11 +446,7 @@ class CraftSim:
 
     def voxel_info(self, viewer: int, radii: tuple[int, int, int]) -> np.ndarray:
         """Craftium's ``info["voxel_obs"]`` (id, light, param2) around player ``viewer``."""
-        world = self.world
-        center = node_at(self.avatars[viewer].player.position)
-        return crop_voxel_info(
-            world.content, world.light, world.param2, center, radii, world.origin
-        )
+        return self.world.voxel_info(node_at(self.avatars[viewer].player.position), radii)
 
     def count_nodes(self, cid: int) -> int:
         return int(np.count_nonzero(self.world.content == cid))

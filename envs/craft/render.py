@@ -1,4 +1,4 @@
-"""First-person voxel renderer and voxel-observation crop of the Craft engine.
+"""First-person voxel renderer of the Craft engine.
 
 Follows the observations of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which renders frames
 with the Luanti engine: the player's eye looks along Luanti's yaw and pitch (yaw 0 faces +z and
@@ -42,8 +42,6 @@ from numba import njit
 
 AIR_ID = 126
 """Content id of Luanti's ``air`` node (reserved, as in Luanti)."""
-IGNORE_ID = 127
-"""Content id of Luanti's ``ignore`` node, which fills everything outside the grid."""
 
 N_CONTENT_IDS = 65536
 # Luanti's face shading of cube faces by normal: sqrt(1.0), sqrt(0.2), sqrt(0.45), sqrt(0.7).
@@ -788,60 +786,3 @@ def _render_kernel(
 def _fogged(color, sky, clarity):
     """A colour channel blended into the sky by the fog, rounded to uint8."""
     return np.uint8(min(max(np.floor(sky + (color - sky) * clarity + 0.5), 0.0), 255.0))
-
-
-def crop_voxels(
-    grid: np.ndarray,
-    center: tuple[int, int, int],
-    radii: tuple[int, int, int],
-    origin: tuple[int, int, int] = (0, 0, 0),
-    fill: int = IGNORE_ID,
-) -> np.ndarray:
-    """The box of ``grid`` around node ``center``, laid out ``[z, y, x]`` like Craftium's voxels.
-
-    Args:
-        grid: ``[X, Y, Z]`` array (content ids, light or param2).
-        center: node coordinates of the middle of the crop (the player's node).
-        radii: ``(rx, ry, rz)``; the crop has shape ``(2rz+1, 2ry+1, 2rx+1)``.
-        origin: node coordinates of ``grid[0, 0, 0]``.
-        fill: value for nodes outside the grid (``ignore`` for content ids).
-
-    Returns:
-        A new array of ``grid``'s dtype, world-axis aligned.
-    """
-    size = [2 * r + 1 for r in radii]
-    src, dst = [], []
-    for a in range(3):
-        lo = int(center[a]) - int(radii[a]) - int(origin[a])
-        start, stop = max(lo, 0), min(lo + size[a], grid.shape[a])
-        src.append(slice(start, max(start, stop)))
-        dst.append(slice(start - lo, max(start, stop) - lo))
-    inside = grid[src[0], src[1], src[2]].transpose(2, 1, 0)
-    if inside.shape == (size[2], size[1], size[0]):
-        return np.ascontiguousarray(inside)
-    out = np.full((size[2], size[1], size[0]), fill, dtype=grid.dtype)
-    out[dst[2], dst[1], dst[0]] = inside
-    return out
-
-
-def crop_voxel_info(
-    grid: np.ndarray,
-    light: np.ndarray,
-    param2: np.ndarray,
-    center: tuple[int, int, int],
-    radii: tuple[int, int, int],
-    origin: tuple[int, int, int] = (0, 0, 0),
-) -> np.ndarray:
-    """Craftium's ``info["voxel_obs"]``: ``uint32 (2rz+1, 2ry+1, 2rx+1, 3)`` of content id, light
-    and param2 around node ``center``; outside the grid ``(ignore, 0, 0)``."""
-    size = [2 * r + 1 for r in radii]
-    info = np.empty((size[2], size[1], size[0], 3), dtype=np.uint32)
-    info[..., 0] = crop_voxels(grid, center, radii, origin, IGNORE_ID)
-    info[..., 1] = crop_voxels(light, center, radii, origin, 0)
-    info[..., 2] = crop_voxels(param2, center, radii, origin, 0)
-    return info
-
-
-def node_at(position: np.ndarray) -> tuple[int, int, int]:
-    """The node holding a position in nodes (Luanti's ``floor(p + 0.5)``)."""
-    return tuple(int(math.floor(c + 0.5)) for c in position)

@@ -1,4 +1,4 @@
-"""The voxel renderer and voxel crop: camera conventions, shading, fog, grey scale, entities."""
+"""The voxel renderer: camera conventions, shading, fog, grey scale, entities, hints."""
 
 import math
 
@@ -12,14 +12,10 @@ from omnigym.envs.craft.render import (
     FACE_SHADE_TOP,
     FACE_SHADE_X,
     FACE_SHADE_Z,
-    IGNORE_ID,
     LIGHT_CURVE,
     Renderer,
     RenderOptions,
     camera_basis,
-    crop_voxel_info,
-    crop_voxels,
-    node_at,
     to_grayscale,
     vertical_fov,
 )
@@ -300,35 +296,6 @@ def test_rendering_is_deterministic():
     assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 3
 
 
-def test_voxel_crop_is_laid_out_z_y_x_around_the_centre_node():
-    grid = np.arange(10 * 11 * 12, dtype=np.uint16).reshape(10, 11, 12)
-    crop = crop_voxels(grid, center=(5, 5, 5), radii=(2, 1, 3))
-    assert crop.shape == (7, 3, 5) and crop.dtype == np.uint16
-    assert crop[3, 1, 2] == grid[5, 5, 5]
-    assert crop[3 + 3, 1 + 1, 2 + 1] == grid[6, 6, 8]
-    assert crop[0, 0, 0] == grid[3, 4, 2]
-
-
-def test_voxel_crop_fills_outside_the_grid_with_ignore():
-    grid = np.full((4, 4, 4), STONE, dtype=np.uint16)
-    crop = crop_voxels(grid, center=(0, 0, 0), radii=(1, 1, 1))
-    assert crop[1, 1, 1] == STONE and crop[2, 2, 2] == STONE
-    assert crop[0, 1, 1] == IGNORE_ID and crop[1, 0, 1] == IGNORE_ID and crop[1, 1, 0] == IGNORE_ID
-    assert (crop_voxels(grid, center=(50, 0, 0), radii=(1, 1, 1)) == IGNORE_ID).all()
-
-
-def test_voxel_crop_honours_the_grid_origin():
-    grid = np.zeros((5, 5, 5), dtype=np.uint8)
-    grid[2, 3, 4] = 9
-    crop = crop_voxels(grid, center=(-8, -7, -6), radii=(0, 0, 0), origin=(-10, -10, -10), fill=0)
-    np.testing.assert_array_equal(crop, [[[9]]])
-
-
-def test_node_at_rounds_like_luanti():
-    assert node_at(np.array([0.49, -0.5, 1.5])) == (0, 0, 2)
-    assert node_at(np.array([-0.51, 2.0, -1.49])) == (-1, 2, -1)
-
-
 def terrain_scene(seed):
     """A 32×16×32 hilly world with pillars, random light, two entities and a far camera."""
     rng = np.random.default_rng(seed)
@@ -375,16 +342,6 @@ def test_kernel_draws_the_frames_of_the_numpy_reference(options):
         )
         colours.update(map(bytes, expected.reshape(40 * 24, -1)))
     assert len(colours) > 20
-
-
-def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
-    grid = np.full((3, 3, 3), STONE, dtype=np.uint16)
-    light = np.arange(27, dtype=np.uint8).reshape(3, 3, 3)
-    param2 = np.full((3, 3, 3), 5, dtype=np.uint8)
-    info = crop_voxel_info(grid, light, param2, center=(2, 1, 1), radii=(1, 0, 0))
-    assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
-    np.testing.assert_array_equal(info[0, 0, 0], [STONE, light[1, 1, 1], 5])
-    np.testing.assert_array_equal(info[0, 0, 2], [IGNORE_ID, 0, 0])
 
 
 def test_top_row_is_the_highest_row_holding_a_visible_node():
