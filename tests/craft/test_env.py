@@ -12,7 +12,9 @@ from omnigym.agents.craft.room import RoomScripted
 from omnigym.envs.craft.actions import ACTION_ORDER, DiscreteActionWrapper
 from omnigym.envs.craft.env import IGNORED_KWARGS, CraftEnv
 
-# Spec §4's table, written out independently of data/tasks/*.yaml.
+# Craftium's action set and mouse move per task (Malagón et al., ICML 2025; the table of
+# docs/craft.md), written out independently of data/tasks/*.yaml, where the environments read
+# them: the one check that the task data keeps Craftium's actions.
 SPEC_ACTIONS = {
     "Craft/Room-v0": (["forward", "mouse x+", "mouse x-"], 0.5),
     "Craft/SmallRoom-v0": (["forward", "mouse x+", "mouse x-"], 0.5),

@@ -5,8 +5,8 @@ craft.md §4 and §5). The world is the map of ``minetest_conf["ascii_map"]`` (f
 ``dungeons.py``) standing on flat ground: ``#`` is ``wall_material``, ``%`` a glass ceiling,
 ``@`` the player, ``O`` the objective and ``a``–``d`` monsters of tiers a–d.
 
-- **Actions** (after the no-op): forward, left, right, jump, dig, mouse x+, mouse x−, mouse y+,
-  mouse y− (``Discrete(10)``), ``mouse_mov`` 0.1.
+- **Actions** (after the no-op) and ``mouse_mov``: ``data/tasks/proc_dungeons.yaml``
+  (``Discrete(10)``).
 - **Observation**: 64×64 RGB first-person frames.
 - **Starting state**: the player stands on the cell of ``@`` facing +z (rows grow along +z),
   wielding a steel sword; a ``objective_item`` item entity (``default:diamond``) drawn at twice

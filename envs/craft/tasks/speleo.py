@@ -14,13 +14,13 @@ Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025; spec c
 - **Start**: Craftium's spawn (24.3, 5.5, −36.3) in the entrance chamber, pitch 0, yaw drawn
   uniformly from [0, 360) with the episode's generator (the only thing a reset seed changes).
 
-Actions (after the no-op): forward, jump, mouse x+, mouse x−, mouse y+, mouse y− with
-``mouse_mov`` 0.5. Reward −(player y) on every step (Craftium's per-step reward, given once per
-step), so the deeper the player stands the more it earns. The episode terminates when the player
-dies (a fall, lava); truncation after 500 steps. Success: the feet reached the lowest two node
-layers of the cave (y below the deepest floor's top + 2). ``info["task"]``: ``y``, ``min_y``;
-final ``metrics``: ``min_y``, ``damage_taken``, ``distance``. Score range: the mean returns of
-the no-op policy and of the scripted descender (``agents/craft/speleo.py``).
+Actions (after the no-op) and ``mouse_mov``: ``data/tasks/speleo.yaml`` (``Discrete(7)``). Reward
+−(player y) on every step (Craftium's per-step reward, given once per step), so the deeper the
+player stands the more it earns. The episode terminates when the player dies (a fall, lava);
+truncation after 500 steps. Success: the feet reached the lowest two node layers of the cave (y
+below the deepest floor's top + 2). ``info["task"]``: ``y``, ``min_y``; final ``metrics``:
+``min_y``, ``damage_taken``, ``distance``. Score range: the mean returns of the no-op policy and of
+the scripted descender (``agents/craft/speleo.py``).
 
 Departures from Craftium:
 
