@@ -1,4 +1,4 @@
-"""Speed and memory of the Craft environments (spec craft.md §7); writes one JSON file.
+"""Speed and memory of the Craft environments; writes one JSON file.
 
     .venv/bin/python benchmarks/craft_speed.py [--quick] [--out PATH] [--cases NAME ...]
 
@@ -7,7 +7,7 @@ the case is about both cores, and takes random actions (episodes that end are re
 timed loop). A warm-up first builds the env and loads or compiles the Numba kernels; its time is
 recorded as ``compile_s``, and the timed loop runs for ``--seconds`` (0.5 s with ``--quick``).
 
-Cases (spec §7 targets; "recorded" cases have none):
+Cases, with their targets (``TARGETS``; "recorded" cases have none):
 
 - ``single_rgb``: ``CraftEnv`` ChopTree 64×64 RGB, frameskip 1, in the ``DiscreteActionWrapper``
   of its registered id: ≥ 3,000 steps/s.
@@ -60,7 +60,8 @@ TARGETS: dict[str, dict[str, Any]] = {
     "soft_reset": {"op": "<", "value": 10.0, "unit": "steps"},
 }
 VECTOR_RGB_EXPECTED = 1.5
-"""Expected ratio of ``vector_rgb_two_cores`` to ``single_rgb`` (spec §7, recorded)."""
+"""Expected ratio of ``vector_rgb_two_cores`` to ``single_rgb``: recorded beside the figure, not a
+target."""
 
 
 # ---- one case, inside its own interpreter ---------------------------------------------------

@@ -1,22 +1,23 @@
 """The Craft simulation: one world, its players and entities, stepped frame by frame.
 
 Follows the frame loop of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which drives the Luanti
-engine (spec craft.md §2.2–§2.5). ``CraftSim`` owns the world grid, the players (one for the
-single-agent env, several for ``MultiAgentCombat``), the entities and the task, and runs one agent
-step as ``frameskip`` frames of ``dt = 1 / fps_max``. Per frame, in this order:
+engine. ``CraftSim`` owns the world grid, the players (one for the single-agent env, several for
+``MultiAgentCombat``), the entities and the task, and runs one agent step as ``frameskip`` frames of
+``dt = 1 / fps_max``. Per frame, in this order:
 
-1. look: the mouse delta turns the camera (§2.4);
+1. look: the mouse delta turns the camera (Craftium's formula, ``physics.camera_turn``);
 2–4. walk, jump, gravity and the collision sweep (``physics.step_player``); fall damage;
 5. dig or punch whatever is pointed (the nearer of a node and a body), place, drop, hotbar;
 6. entities update (mob AI), the damage they deal is applied, the task scores the frame.
 
 ``forward``, ``backward``, ``left``, ``right`` and ``dig`` are held on every frame of a step, the
-mouse delta is applied on every frame, every other key fires on the first frame only (§2.3).
-Event rewards are summed over the frames; per-step rewards are the task's, once per step.
+mouse delta is applied on every frame, every other key fires on the first frame only (Craftium's
+frameskip semantics). Event rewards are summed over the frames; per-step rewards are the task's,
+once per step.
 
-The gymnasium and PettingZoo classes (``env.py``, ``multi.py``, ``vector.py``) are thin fronts
-over this class; it knows nothing of spaces or wrappers. Departures from Craftium are those of
-spec §9: fixed frame time, soft reset by grid copy, no GUI for ``inventory``.
+The gymnasium and PettingZoo classes (``env.py``, ``multi.py``, ``vector.py``) are thin fronts over
+this class; it knows nothing of spaces or wrappers. Departures from Craftium (all listed in
+``docs/craft.md``): fixed frame time, soft reset by grid copy, no GUI for ``inventory``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     from omnigym.envs.craft.tasks.base import Task
 
 HELD_KEYS = ("forward", "backward", "left", "right", "dig")
-"""Keys held on every frame of a step (§2.3); every other key fires on the first frame only."""
+"""Keys held on every frame of a step, as in Craftium; every other key fires on the first frame
+only."""
 PLAYER_KIND_ID = 1
 """Kind id of a player body in entity observations (``data/mobs.yaml``)."""
 PLAYER_COLOR = (60, 90, 200)
@@ -422,7 +424,8 @@ class CraftSim:
         return frame
 
     def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
-        """The ``voxels`` observation dict of §2.6 for player ``viewer``."""
+        """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of
+        player ``viewer``."""
         avatar = self.avatars[viewer]
         player = avatar.player
         center = node_at(player.position)

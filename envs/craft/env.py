@@ -1,8 +1,8 @@
 """``CraftEnv``: the Gymnasium environment of the Craft family, Craftium's constructor and all.
 
-Follows Craftium's ``CraftiumEnv`` (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §3): the
-same keyword arguments with the same defaults, the raw 22-key ``Dict`` action space, the same
-``info`` keys, so code written for Craftium runs after changing the import and the id.
+Follows Craftium's ``CraftiumEnv`` (Malagón, Ceberio, Lozano, ICML 2025): the same keyword arguments
+with the same defaults, the raw 22-key ``Dict`` action space, the same ``info`` keys, so code
+written for Craftium runs after changing the import and the id.
 
 Spaces:
 
@@ -18,14 +18,15 @@ Rewards, terminations and episode lengths are the task's (``tasks/``, ``data/tas
 ``player_yaw``, ``mt_dtime`` (Craftium's), ``task`` (counters), and on the final step
 ``success``, ``normalized_score``, ``metrics``.
 
-Seeding (spec §3.3): the ``seed`` kwarg selects the map (None: the task's canonical world);
+Seeding: the ``seed`` kwarg selects the map (None: the task's canonical world);
 ``reset(seed=...)`` seeds ``np_random``, which drives everything random in the episode.
 ``reset(options={"world_seed": k})`` switches to world ``k`` (``"per_episode"``: drawn from
 ``np_random``); ``options={"minetest_conf": {...}}`` overrides task parameters for the episode.
 
-Departures from Craftium (spec §9): frame time fixed at ``1 / fps_max`` with no throughput cap;
-every reset is a grid copy; declared shape ``(H, W, C)``; engine-process kwargs are accepted and
-ignored (listed in ``IGNORED_KWARGS``); ``backend="minetest"`` is not available yet.
+Departures from Craftium (the table of ``docs/craft.md`` gives the reasons): frame time fixed at
+``1 / fps_max`` with no throughput cap; every reset is a grid copy; declared shape ``(H, W, C)``;
+engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``);
+``backend="minetest"`` is not available yet.
 """
 
 from __future__ import annotations
@@ -130,12 +131,13 @@ def _check_map_seed(name: str, value: Any) -> int | None:
 
 
 class CraftEnv(gym.Env):
-    """One Craftium task in the embedded engine (spec craft.md §3.1 lists every kwarg).
+    """One Craftium task in the embedded engine (``docs/craft.md`` describes every kwarg).
 
     Args:
         task: task name (``"ChopTree"``, ``"Room"``, ...).
         obs_width, obs_height: observation size (default: the task's, 64×64 for most).
-        frameskip: frames per step (§2.3).
+        frameskip: frames per step (held keys and the mouse act on every frame of it, other
+            keys on the first).
         rgb_observations, gray_scale_keepdim: colour or Craftium's grey frames.
         max_timesteps: truncation after this many steps (default: the task's).
         seed: map seed; None is the task's canonical world.
@@ -183,8 +185,7 @@ class CraftEnv(gym.Env):
         if backend != "embedded":
             if backend == "minetest":
                 raise ValueError(
-                    "backend='minetest' is not available yet: only the embedded engine ships "
-                    "in v0 (spec craft.md §8)"
+                    "backend='minetest' is not available yet: only the embedded engine ships in v0"
                 )
             raise ValueError(f"backend must be 'embedded', got {backend!r}")
         task_type = task_class(task)

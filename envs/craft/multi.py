@@ -1,8 +1,8 @@
 """The multi-agent Craft environments: a PettingZoo ``ParallelEnv`` and Craftium's own class.
 
-Follows Craftium's multi-agent front end (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md
-§6): ``MarlCraftiumEnv`` and its PettingZoo wrapper, over the same embedded engine as
-``env.CraftEnv``. Both classes here step one ``core.CraftSim`` holding every player.
+Follows Craftium's multi-agent front end (Malagón, Ceberio, Lozano, ICML 2025): ``MarlCraftiumEnv``
+and its PettingZoo wrapper, over the same embedded engine as ``env.CraftEnv``. Both classes here
+step one ``core.CraftSim`` holding every player.
 
 =================== ======================================================================
 agents              ``player_0`` … ``player_{n-1}`` (``n_players``, 2 for MultiAgentCombat)
@@ -34,11 +34,11 @@ Seeding: ``reset(seed=...)`` seeds the episode's generator (as ``CraftEnv``); ``
 ``world_seed`` and ``minetest_conf`` work as in ``CraftEnv.reset``, other keys are ignored
 (PettingZoo's API test passes one).
 
-Departures from Craftium (spec §9): agents are stepped simultaneously rather than one after the
-other (Craftium's PettingZoo form is AEC only; the AEC form here is PettingZoo's
-``parallel_to_aec`` of this class), observations are declared ``(H, W, C)``, and
-``MarlCraftiumEnv`` defaults to the task's 64×64 frames instead of Craftium's 640×360 and has
-no ``step_agent`` (one agent stepping alone has no meaning when players move together).
+Departures from Craftium: agents are stepped simultaneously rather than one after the other
+(Craftium's PettingZoo form is AEC only; the AEC form here is PettingZoo's ``parallel_to_aec`` of
+this class), observations are declared ``(H, W, C)``, and ``MarlCraftiumEnv`` defaults to the task's
+64×64 frames instead of Craftium's 640×360 and has no ``step_agent`` (one agent stepping alone has
+no meaning when players move together).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class CraftParallelEnv(ParallelEnv):
         n_players: players (agents ``player_0`` …), at least 2.
         discrete: per-agent ``Discrete(len(actions) + 1)`` action instead of the raw ``Dict``.
         render_mode: None or "rgb_array".
-        **kwargs: ``CraftEnv``'s keyword arguments (spec craft.md §3.1) except ``obs_mode``
+        **kwargs: ``CraftEnv``'s keyword arguments except ``obs_mode``
             (frames only) and ``render_mode``.
     """
 

@@ -1,4 +1,4 @@
-"""Craft action interface (spec craft.md §3.2): raw Dict space, Discrete and Binary wrappers."""
+"""Craft action interface: raw Dict space, Discrete and Binary wrappers."""
 
 import gymnasium as gym
 import numpy as np

@@ -1,4 +1,4 @@
-"""ChopTree: forest, steel axe, +1 per trunk node, 280-step trunk (spec craft.md §4, §2.5)."""
+"""ChopTree: forest, steel axe, +1 per trunk node, 280-step trunk."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""World, materials, inventory (spec craft.md §2.1) and digging and placing (§2.5)."""
+"""World, materials, inventory, voxel crops, and digging and placing."""
 
 import numpy as np
 import pytest
@@ -289,11 +289,11 @@ def test_look_direction_follows_luanti_conventions():
         ("default:torch", None, 0.0),
     ],
 )
-def test_dig_times_follow_the_spec_table(materials, tools, node, tool, seconds):
+def test_dig_times_follow_minetest_games_table(materials, tools, node, tool, seconds):
     assert tools.dig_time(materials[node], tool) == seconds
 
 
-def test_punch_interval_and_damage_of_the_spec(tools):
+def test_punch_interval_and_damage_of_hand_axe_and_sword(tools):
     assert (tools.hand.damage, tools.hand.full_punch_interval) == (1, 0.9)
     assert (tools["default:axe_steel"].damage, tools["default:axe_steel"].full_punch_interval) == (
         4,

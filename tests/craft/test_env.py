@@ -1,4 +1,4 @@
-"""CraftEnv's Craftium interface: kwargs, spaces, info keys, modes, seeding (spec craft.md §3)."""
+"""CraftEnv's Craftium interface: kwargs, spaces, info keys, modes, seeding."""
 
 import math
 import warnings
@@ -263,7 +263,7 @@ def test_bad_kwargs_raise_value_error_naming_the_kwarg(kwargs, name):
         CraftEnv("SmallRoom", **kwargs)
 
 
-def test_obs_width_zero_message_is_the_specs():
+def test_obs_width_zero_raises_a_message_naming_the_kwarg_and_value():
     with pytest.raises(ValueError, match="obs_width must be a positive int, got 0"):
         gym.make("Craft/SmallRoom-v0", obs_width=0)
 

@@ -1,5 +1,5 @@
-"""Craftium's OpenWorld task (spec craft.md §4, §4.1): world, tools track, hunting, day and
-night, monsters, achievements, HUD, and the scripted chopper."""
+"""Craftium's OpenWorld task: world, tools track, hunting, day and night, monsters, achievements,
+HUD, and the scripted chopper."""
 
 import numpy as np
 import pytest
@@ -46,7 +46,7 @@ def score(task, sim, events):
     return float(rewards[0])
 
 
-def test_registration_data_matches_the_spec():
+def test_registration_data_matches_craftium():
     env = make()
     task = env.unwrapped.task
     assert task.id == "Craft/OpenWorld-v0"

@@ -1,5 +1,4 @@
-"""ProcDungeons (spec craft.md §4, §5): the task, make_dungeon_env, the continual sequence and
-the scripted agent."""
+"""ProcDungeons: the task, make_dungeon_env, the continual sequence and the scripted agent."""
 
 from collections import Counter
 

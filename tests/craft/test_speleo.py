@@ -1,4 +1,4 @@
-"""Speleo: the torch-lit cave, reward −y per step, death by lava (spec craft.md §4)."""
+"""Speleo: the torch-lit cave, reward −y per step, death by lava."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
-"""CraftVectorEnv (spec craft.md §6): Gymnasium's vector API, autoreset, seeding s + i; and the
-§7 benchmark script's smoke run."""
+"""CraftVectorEnv: Gymnasium's vector API, autoreset, seeding s + i; and the smoke run of the
+benchmark script (benchmarks/craft_speed.py)."""
 
 import json
 import subprocess

@@ -1,6 +1,6 @@
 """Craftium's ``ChopTree``: fell trunk nodes in a dense forest with a steel axe.
 
-Follows Craftium's chop-tree task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's chop-tree task (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **World**: ``terrain.generate_forest`` (48×32×48 nodes of rolling grass hills under a dense
   forest of minetest_game's five tree kinds). The ``seed`` kwarg is the forest's seed; None
@@ -20,9 +20,9 @@ player dies (damage on: falls); truncation after 2000 steps. Success: at least o
 ``min_y``. Score range: 0 to the mean return of the scripted chopper
 (``agents/craft/chop_tree.py``).
 
-Departures from Craftium: its forest is a shipped Luanti map; this one is generated (spec §4).
-Craftium's map fixes the spawn pose; here the yaw is drawn from the episode's generator (see
-above), the only thing the reset seed changes, so that seeds give different episodes (DESIGN §2).
+Departures from Craftium: its forest is a shipped Luanti map; this one is generated. Craftium's map
+fixes the spawn pose; here the yaw is drawn from the episode's generator (see above), the only thing
+the reset seed changes, so that seeds give different episodes.
 """
 
 from __future__ import annotations

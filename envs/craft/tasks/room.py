@@ -1,6 +1,6 @@
 """Craftium's ``Room`` and ``SmallRoom``: walk to the orange block in a closed room.
 
-Follows Craftium's room tasks (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's room tasks (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **Room**: a closed room whose interior spans x ∈ [−13.2, 4.2], z ∈ [−24.2, −0.8]. The agent
   starts uniformly in x ∈ [−13.2, 4.2], z ∈ [−15.2, −10] at y = 6 facing +z; the target, one

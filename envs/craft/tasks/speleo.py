@@ -1,6 +1,6 @@
 """Craftium's ``Speleo``: go as deep as possible in a closed, torch-lit cave.
 
-Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **World**: a cave carved in stone (``default:stone``), closed on every side, lit only by
   torches (``default:torch``, light 12) and a lava pool. It winds down from an entrance chamber
@@ -26,8 +26,8 @@ Departures from Craftium:
 
 - Craftium's cave is a shipped Luanti map with natural shapes; this one is generated from the
   published endpoints (spawn and depth range) and is made of straight legs.
-- The spawn yaw is drawn from the episode's generator so that the reset seed changes the
-  episode (DESIGN §2); Craftium's map fixes the spawn pose.
+- The spawn yaw is drawn from the episode's generator so that the reset seed changes the episode;
+  Craftium's map fixes the spawn pose.
 - At Craftium's default ``frameskip=1`` with ``fps_max=200`` an episode lasts 2.5 s of game
   time. With the published gravity and fall damage no body descends 30 nodes that fast and
   lives (harmless drops of 5 nodes take 0.7 s each, so 4.3 s for the depth; a free fall of 30
