@@ -161,7 +161,6 @@ def main() -> None:
     best, first_call_s, digest = measure(renderer, grid, hints, eyes, views, args.repeats)
     result = {
         "name": "craft_render_64x64_rgb",
-        "kernel": renderer.kernel,
         "frames": args.frames,
         "repeats": args.repeats,
         "entities": 0 if entities is None else len(entities),

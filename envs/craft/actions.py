@@ -5,7 +5,7 @@ Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025), ``craftium/craftium_env
 ``"mouse x+"``, ``"mouse x-"``, ``"mouse y+"``, ``"mouse y-"`` and the same dicts produced for
 every index, so code written against Craftium's wrappers runs unchanged.
 
-Raw action space (spec craft.md §3.2)::
+Raw action space (Craftium's 22 keys, in Craftium's order)::
 
     Dict(forward, backward, left, right, jump, aux1, sneak, zoom, dig, place, drop, inventory,
          slot_1 ... slot_9: Discrete(2), mouse: Box(-1, 1, (2,), float32))
@@ -19,12 +19,12 @@ dict into the complete one.
 - ``BinaryActionWrapper(env, actions, mouse_mov=0.5)``: ``MultiBinary(len(actions))``; every
   action whose bit is 1 is pressed, together; mouse pseudo-actions are summed.
 
-Departures from Craftium, all about bad input: Craftium asserts on unknown action names and
-clips ``mouse_mov`` into [0, 1] with a printed warning; here both raise ``ValueError`` naming the
-argument. An action outside a wrapper's space raises ``ValueError`` naming the space and the
-value (DESIGN §2) where Craftium asserts or passes it through. Craftium builds its ``Dict``
-from a mapping, which Gymnasium sorts alphabetically; here the space keeps ``ACTION_ORDER``
-(spec §3.2), and the wrappers accept either ordering of the same keys.
+Departures from Craftium, all about bad input: Craftium asserts on unknown action names and clips
+``mouse_mov`` into [0, 1] with a printed warning; here both raise ``ValueError`` naming the
+argument. An action outside a wrapper's space raises ``ValueError`` naming the space and the value,
+as every omnigym environment does, where Craftium asserts or passes it through. Craftium builds its
+``Dict`` from a mapping, which Gymnasium sorts alphabetically; here the space keeps Craftium's key
+order, ``ACTION_ORDER``, and the wrappers accept either ordering of the same keys.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def raw_action_space() -> spaces.Dict:
     """Return Craftium's raw action space: 21 ``Discrete(2)`` keys and a ``Box`` mouse.
 
     Built from a list of pairs because Gymnasium's ``Dict`` sorts the keys of a mapping
-    alphabetically; the list keeps ``ACTION_ORDER`` (spec craft.md §3.2).
+    alphabetically; the list keeps Craftium's order, ``ACTION_ORDER``.
     """
     keys = [(name, spaces.Discrete(2)) for name in KEY_ACTIONS]
     return spaces.Dict([*keys, ("mouse", spaces.Box(-1.0, 1.0, (2,), np.float32))])

@@ -1,22 +1,23 @@
 """The Craft simulation: one world, its players and entities, stepped frame by frame.
 
 Follows the frame loop of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which drives the Luanti
-engine (spec craft.md §2.2–§2.5). ``CraftSim`` owns the world grid, the players (one for the
-single-agent env, several for ``MultiAgentCombat``), the entities and the task, and runs one agent
-step as ``frameskip`` frames of ``dt = 1 / fps_max``. Per frame, in this order:
+engine. ``CraftSim`` owns the world grid, the players (one for the single-agent env, several for
+``MultiAgentCombat``), the entities and the task, and runs one agent step as ``frameskip`` frames of
+``dt = 1 / fps_max``. Per frame, in this order:
 
-1. look: the mouse delta turns the camera (§2.4);
+1. look: the mouse delta turns the camera (Craftium's formula, ``physics.camera_turn``);
 2–4. walk, jump, gravity and the collision sweep (``physics.step_player``); fall damage;
 5. dig or punch whatever is pointed (the nearer of a node and a body), place, drop, hotbar;
 6. entities update (mob AI), the damage they deal is applied, the task scores the frame.
 
 ``forward``, ``backward``, ``left``, ``right`` and ``dig`` are held on every frame of a step, the
-mouse delta is applied on every frame, every other key fires on the first frame only (§2.3).
-Event rewards are summed over the frames; per-step rewards are the task's, once per step.
+mouse delta is applied on every frame, every other key fires on the first frame only (Craftium's
+frameskip semantics). Event rewards are summed over the frames; per-step rewards are the task's,
+once per step.
 
-The gymnasium and PettingZoo classes (``env.py``, ``multi.py``, ``vector.py``) are thin fronts
-over this class; it knows nothing of spaces or wrappers. Departures from Craftium are those of
-spec §9: fixed frame time, soft reset by grid copy, no GUI for ``inventory``.
+The gymnasium and PettingZoo classes (``env.py``, ``multi.py``, ``vector.py``) are thin fronts over
+this class; it knows nothing of spaces or wrappers. Departures from Craftium (all listed in
+``docs/craft.md``): fixed frame time, soft reset by grid copy, no GUI for ``inventory``.
 """
 
 from __future__ import annotations
@@ -37,17 +38,14 @@ from omnigym.envs.craft.entities import (
     ray_box,
 )
 from omnigym.envs.craft.physics import Controls, PhysicsConfig, camera_turn, step_player
-from omnigym.envs.craft.render import (
-    Renderer,
-    RenderOptions,
-    crop_voxel_info,
-)
+from omnigym.envs.craft.render import Renderer, RenderOptions
 
 if TYPE_CHECKING:
     from omnigym.envs.craft.tasks.base import Task
 
 HELD_KEYS = ("forward", "backward", "left", "right", "dig")
-"""Keys held on every frame of a step (§2.3); every other key fires on the first frame only."""
+"""Keys held on every frame of a step, as in Craftium; every other key fires on the first frame
+only."""
 PLAYER_KIND_ID = 1
 """Kind id of a player body in entity observations (``data/mobs.yaml``)."""
 PLAYER_COLOR = (60, 90, 200)
@@ -97,7 +95,8 @@ class CraftSim:
         n_players: bodies in the world.
         config: physics constants (``PhysicsConfig.load(pmul, fps_max)``).
         render: frame options, or ``None`` when no frame is ever drawn.
-        kernel: "auto", "numba" or "numpy" for the physics, digging and rendering kernels.
+        kernel: "numba", or "numpy" to run the physics and digging kernels' source uncompiled
+            (their reference; frames are always drawn by the compiled renderer).
         enable_damage: falls, lava and mobs hurt players.
     """
 
@@ -107,7 +106,7 @@ class CraftSim:
         n_players: int,
         config: PhysicsConfig,
         render: RenderOptions | None,
-        kernel: str = "auto",
+        kernel: str = "numba",
         enable_damage: bool = True,
     ):
         self.task = task
@@ -425,7 +424,8 @@ class CraftSim:
         return frame
 
     def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
-        """The ``voxels`` observation dict of §2.6 for player ``viewer``."""
+        """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of
+        player ``viewer``."""
         avatar = self.avatars[viewer]
         player = avatar.player
         center = node_at(player.position)
@@ -449,11 +449,7 @@ class CraftSim:
 
     def voxel_info(self, viewer: int, radii: tuple[int, int, int]) -> np.ndarray:
         """Craftium's ``info["voxel_obs"]`` (id, light, param2) around player ``viewer``."""
-        world = self.world
-        center = node_at(self.avatars[viewer].player.position)
-        return crop_voxel_info(
-            world.content, world.light, world.param2, center, radii, world.origin
-        )
+        return self.world.voxel_info(node_at(self.avatars[viewer].player.position), radii)
 
     def count_nodes(self, cid: int) -> int:
         return int(np.count_nonzero(self.world.content == cid))

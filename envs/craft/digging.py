@@ -1,18 +1,17 @@
 """Pointing, digging and placing nodes in the Craft engine, with tools as data.
 
-Follows Luanti's digging as used by Craftium (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md
-§2.5). The pointed node is the first pointable node a ray from the eye along the view meets
-within the interaction range. Holding ``dig`` on it accumulates time; when the time reaches the
-node's dig time for the wielded tool (``data/tools.yaml``: the fastest matching group whose
-level the tool reaches, else the hand's, as in Luanti) the node turns to air and its drop goes to
-the inventory. Releasing ``dig`` or pointing elsewhere resets the progress. ``place`` puts the
-wielded node against the pointed face (or into a pointed ``buildable_to`` node) when that cell
-is free and a walkable node would not intersect a body.
+Follows Luanti's digging as used by Craftium (Malagón, Ceberio, Lozano, ICML 2025). The pointed node
+is the first pointable node a ray from the eye along the view meets within the interaction range.
+Holding ``dig`` on it accumulates time; when the time reaches the node's dig time for the wielded
+tool (``data/tools.yaml``: the fastest matching group whose level the tool reaches, else the hand's,
+as in Luanti) the node turns to air and its drop goes to the inventory. Releasing ``dig`` or
+pointing elsewhere resets the progress. ``place`` puts the wielded node against the pointed face (or
+into a pointed ``buildable_to`` node) when that cell is free and a walkable node would not intersect
+a body.
 
-Departures from Luanti: dig times are not divided by the tool's level advantage (spec §2.5
-keeps minetest_game's table values, so the steel axe fells a trunk node in 1.4 s), tools never
-wear, and there is no repeat-dig delay. Punching entities and dropping items live with the
-entities, not here.
+Departures from Luanti: dig times are not divided by the tool's level advantage (the table keeps
+minetest_game's values, so the steel axe fells a trunk node in 1.4 s), tools never wear, and there
+is no repeat-dig delay. Punching entities and dropping items live with the entities, not here.
 
 The ray walk (Amanatides–Woo) is plain Python compiled once by Numba (on-disk cache, no
 fastmath); ``kernel="numpy"`` runs the same source uncompiled as the reference.
@@ -139,7 +138,7 @@ class DugNode:
 
 
 def pointed_node(
-    world: World, player: Player, config: PhysicsConfig, kernel: str = "auto"
+    world: World, player: Player, config: PhysicsConfig, kernel: str = "numba"
 ) -> PointedNode | None:
     """The first pointable node along the view within the interaction range, if any."""
     if kernel not in KERNELS:
@@ -168,9 +167,9 @@ def dig_frame(
     config: PhysicsConfig,
     dig_held: bool,
     rng: np.random.Generator,
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> DugNode | None:
-    """One frame of digging (§2.5); returns the ``dug`` event when a node was removed.
+    """One frame of digging; returns the ``dug`` event when a node was removed.
 
     ``rng`` draws rare drops (e.g. saplings from leaves).
     """
@@ -202,9 +201,9 @@ def place(
     player: Player,
     config: PhysicsConfig,
     bodies: Iterable[tuple[np.ndarray, np.ndarray]] = (),
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> tuple[int, int, int] | None:
-    """Places one wielded node (§2.5); returns where, or ``None`` when nothing was placed.
+    """Places one wielded node; returns where, or ``None`` when nothing was placed.
 
     ``bodies`` are the ``(low corner, high corner)`` boxes of other bodies (mobs, players); the
     placing player's own box is always checked.

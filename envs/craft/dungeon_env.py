@@ -1,16 +1,16 @@
 """``make_dungeon_env``: a ``Craft/ProcDungeons-v0`` environment on a given or generated map.
 
-Follows Craftium's ``craftium.make_dungeon_env`` (Malagón, Ceberio, Lozano, ICML 2025; spec
-craft.md §5): when no ASCII map is given, one is drawn with ``dungeons.RandomMapGen`` and
-rasterised with ``wall_height`` wall layers and a glass ceiling; the map and the task's default
-parameters (``data/tasks/proc_dungeons.yaml``), overridden by the caller's ``minetest_conf``, go
-into ``minetest_conf``; the environment is made by id through ``gymnasium.make``, so it carries
-the registered ``DiscreteActionWrapper``.
+Follows Craftium's ``craftium.make_dungeon_env`` (Malagón, Ceberio, Lozano, ICML 2025): when no
+ASCII map is given, one is drawn with ``dungeons.RandomMapGen`` and rasterised with ``wall_height``
+wall layers and a glass ceiling; the map and the task's default parameters
+(``data/tasks/proc_dungeons.yaml``), overridden by the caller's ``minetest_conf``, go into
+``minetest_conf``; the environment is made by id through ``gymnasium.make``, so it carries the
+registered ``DiscreteActionWrapper``.
 
-Departures from Craftium: the generator is seeded by the ``seed`` kwarg (Craftium draws from
-NumPy's global RNG), so the same seed gives the same map (spec §9); ``mapgen_kwargs`` may set its
-own ``seed``, which wins. The caller's ``minetest_conf`` is copied, never modified (Craftium
-writes into its module-level default dict).
+Departures from Craftium: the generator is seeded by the ``seed`` kwarg (Craftium draws from NumPy's
+global RNG), so the same seed gives the same map; ``mapgen_kwargs`` may set its own ``seed``, which
+wins. The caller's ``minetest_conf`` is copied, never modified (Craftium writes into its
+module-level default dict).
 """
 
 from __future__ import annotations

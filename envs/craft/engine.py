@@ -341,13 +341,19 @@ class World:
 
     def voxels_around(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
         """Content ids of the box of nodes ``center ± radii`` (``(rx, ry, rz)``), laid out
-        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid. Equal to
-        ``render.crop_voxels(content, center, radii, origin)``."""
-        rx, ry, rz = (int(r) for r in radii)
-        cx, cy, cz = (int(c) for c in center)
-        ox, oy, oz = (int(o) for o in self.origin)
-        out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=np.uint16)
-        return _crop_zyx(self.content_zyx(), cz - rz - oz, cy - ry - oy, cx - rx - ox, out, IGNORE)
+        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid."""
+        return crop_voxels(self.content_zyx(), center, radii, self.origin, IGNORE)
+
+    def voxel_info(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
+        """Craftium's ``info["voxel_obs"]`` around node ``center``: ``uint32`` of shape
+        ``(2rz+1, 2ry+1, 2rx+1, 3)`` holding content id, light and param2, laid out like
+        ``voxels_around``; ``(ignore, 0, 0)`` outside the grid."""
+        ids = self.voxels_around(center, radii)
+        info = np.empty((*ids.shape, 3), dtype=np.uint32)
+        info[..., 0] = ids
+        info[..., 1] = crop_voxels(self.light.transpose(2, 1, 0), center, radii, self.origin, 0)
+        info[..., 2] = crop_voxels(self.param2.transpose(2, 1, 0), center, radii, self.origin, 0)
+        return info
 
 
 @njit(cache=True)
@@ -398,6 +404,23 @@ def _light_kernel(content, passes, sun_passes, source, sunlight, light):
                         cid = content[nx, ny, nz]
                         if cid < n_ids and passes[cid] and light[nx, ny, nz] < level - 1:
                             light[nx, ny, nz] = level - 1
+
+
+def crop_voxels(
+    zyx: np.ndarray,
+    center: Iterable[int],
+    radii: Iterable[int],
+    origin: Iterable[int] = (0, 0, 0),
+    fill: int = IGNORE,
+) -> np.ndarray:
+    """The box of nodes ``center ± radii`` (``(rx, ry, rz)``) of a grid laid out ``[z, y, x]``
+    (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: a new array of
+    ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid."""
+    rx, ry, rz = (int(r) for r in radii)
+    cx, cy, cz = (int(c) for c in center)
+    ox, oy, oz = (int(o) for o in origin)
+    out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=zyx.dtype)
+    return _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
 
 
 @njit(cache=True, nogil=True)

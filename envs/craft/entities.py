@@ -1,12 +1,11 @@
 """Entities of the Craft engine: mobs, dropped items and other players' avatars.
 
 Follows the objects of Craftium (Malagón, Ceberio, Lozano, ICML 2025) as its Luanti mods define
-them (spec craft.md §2.1, §2.5, §4): hostile mobs wander until a living player comes within view
-range, then chase and attack in reach at a fixed interval; the SpidersAttack spider also leaps
-at its target; passive animals wander and flee for a while when punched; villagers wander;
-dropped items fall and rest, and are picked up when punched. Every kind is data
-(``data/mobs.yaml``, with published kind ids), and every entity is a small class with an
-``update`` run once per frame, in the spirit of Crafter's objects.
+them: hostile mobs wander until a living player comes within view range, then chase and attack in
+reach at a fixed interval; the SpidersAttack spider also leaps at its target; passive animals wander
+and flee for a while when punched; villagers wander; dropped items fall and rest, and are picked up
+when punched. Every kind is data (``data/mobs.yaml``, with published kind ids), and every entity is
+a small class with an ``update`` run once per frame, in the spirit of Crafter's objects.
 
 Mob bodies move with the player physics of ``physics.step_player`` (walls, gravity, step-up), with
 their own box and speed: an entity carries the attributes ``step_player`` reads and writes
@@ -15,10 +14,10 @@ holding ``forward`` along its yaw and jumps when a wall stops it.
 
 Departures from Luanti's mob mods (mobs_redo, mobs_monster, mobs_animal), for simplicity and
 determinism: mobs turn instantly; a hostile mob sees through walls (no line-of-sight test) and
-attacks at a feet-to-feet distance; mobs take no fall damage and do not collide with each other
-or with players; monster tiers and animals are this project's own kinds (§9). Damage to players
-is not applied here: a landed attack appends a ``PlayerHurt`` event that the environment applies
-when damage is enabled. All randomness comes from the context's generator.
+attacks at a feet-to-feet distance; mobs take no fall damage and do not collide with each other or
+with players; monster tiers and animals are this project's own kinds. Damage to players is not
+applied here: a landed attack appends a ``PlayerHurt`` event that the environment applies when
+damage is enabled. All randomness comes from the context's generator.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from omnigym.envs.craft.physics import Controls, PhysicsConfig, step_player
 
 BEHAVIOURS = ("player", "item", "hostile", "passive", "villager")
 OBSERVATION_COLUMNS = ("kind_id", "dx", "dy", "dz", "hp", "valid")
-"""Columns of an ``Entities.observation`` row (spec §2.6)."""
+"""Columns of an ``Entities.observation`` row (the ``entities`` rows of ``obs_mode="voxels"``)."""
 EPS = 1e-9
 BLOCKED_FRACTION = 0.1
 """A walking mob whose velocity was stopped on an axis carrying more than this fraction of its
@@ -495,7 +494,7 @@ class Entities:
             self._entities = [e for e in self._entities if not e.removed]
 
     def punch(self, entity: Entity, tool: Tool, attacker_position: Iterable[float]) -> PunchResult:
-        """A player at ``attacker_position`` lands a punch of ``tool`` on ``entity`` (§2.5).
+        """A player at ``attacker_position`` lands a punch of ``tool`` on ``entity``.
 
         Mobs lose the tool's fleshy damage, are knocked back away from the attacker and die
         (marked removed) at 0 hp; passive animals flee. Items are picked up. Another player's

@@ -1,8 +1,8 @@
 """``CraftEnv``: the Gymnasium environment of the Craft family, Craftium's constructor and all.
 
-Follows Craftium's ``CraftiumEnv`` (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §3): the
-same keyword arguments with the same defaults, the raw 22-key ``Dict`` action space, the same
-``info`` keys, so code written for Craftium runs after changing the import and the id.
+Follows Craftium's ``CraftiumEnv`` (Malagón, Ceberio, Lozano, ICML 2025): the same keyword arguments
+with the same defaults, the raw 22-key ``Dict`` action space, the same ``info`` keys, so code
+written for Craftium runs after changing the import and the id.
 
 Spaces:
 
@@ -18,14 +18,15 @@ Rewards, terminations and episode lengths are the task's (``tasks/``, ``data/tas
 ``player_yaw``, ``mt_dtime`` (Craftium's), ``task`` (counters), and on the final step
 ``success``, ``normalized_score``, ``metrics``.
 
-Seeding (spec §3.3): the ``seed`` kwarg selects the map (None: the task's canonical world);
+Seeding: the ``seed`` kwarg selects the map (None: the task's canonical world);
 ``reset(seed=...)`` seeds ``np_random``, which drives everything random in the episode.
 ``reset(options={"world_seed": k})`` switches to world ``k`` (``"per_episode"``: drawn from
 ``np_random``); ``options={"minetest_conf": {...}}`` overrides task parameters for the episode.
 
-Departures from Craftium (spec §9): frame time fixed at ``1 / fps_max`` with no throughput cap;
-every reset is a grid copy; declared shape ``(H, W, C)``; engine-process kwargs are accepted and
-ignored (listed in ``IGNORED_KWARGS``); ``backend="minetest"`` is not available yet.
+Departures from Craftium (the table of ``docs/craft.md`` gives the reasons): frame time fixed at
+``1 / fps_max`` with no throughput cap; every reset is a grid copy; declared shape ``(H, W, C)``;
+engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``);
+``backend="minetest"`` is not available yet.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from gymnasium import spaces
 from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action, raw_action_space
 from omnigym.envs.craft.core import CraftSim
 from omnigym.envs.craft.engine import World
-from omnigym.envs.craft.physics import KERNELS, PhysicsConfig
+from omnigym.envs.craft.physics import PhysicsConfig
 from omnigym.envs.craft.render import RenderOptions
 from omnigym.envs.craft.tasks import task_class
 from omnigym.envs.craft.tasks.base import Task
@@ -130,12 +131,13 @@ def _check_map_seed(name: str, value: Any) -> int | None:
 
 
 class CraftEnv(gym.Env):
-    """One Craftium task in the embedded engine (spec craft.md §3.1 lists every kwarg).
+    """One Craftium task in the embedded engine (``docs/craft.md`` describes every kwarg).
 
     Args:
         task: task name (``"ChopTree"``, ``"Room"``, ...).
         obs_width, obs_height: observation size (default: the task's, 64×64 for most).
-        frameskip: frames per step (§2.3).
+        frameskip: frames per step (held keys and the mouse act on every frame of it, other
+            keys on the first).
         rgb_observations, gray_scale_keepdim: colour or Craftium's grey frames.
         max_timesteps: truncation after this many steps (default: the task's).
         seed: map seed; None is the task's canonical world.
@@ -147,7 +149,6 @@ class CraftEnv(gym.Env):
         minetest_conf: task parameters plus ``fov``, ``mouse_sensitivity``, ``fast_move``,
             ``enable_damage``, ``give_initial_stuff``; other keys warn once and are ignored.
         obs_mode: "rgb", "voxels" or "both".
-        render_kernel: "auto", "numba" or "numpy".
         backend: "embedded" (the only one in v0).
         **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
     """
@@ -174,7 +175,6 @@ class CraftEnv(gym.Env):
         fps_max: float = 200,
         minetest_conf: Mapping[str, Any] | None = None,
         obs_mode: str = "rgb",
-        render_kernel: str = "auto",
         backend: str = "embedded",
         n_players: int = 1,
         **engine_kwargs: Any,
@@ -185,15 +185,12 @@ class CraftEnv(gym.Env):
         if backend != "embedded":
             if backend == "minetest":
                 raise ValueError(
-                    "backend='minetest' is not available yet: only the embedded engine ships "
-                    "in v0 (spec craft.md §8)"
+                    "backend='minetest' is not available yet: only the embedded engine ships in v0"
                 )
             raise ValueError(f"backend must be 'embedded', got {backend!r}")
         task_type = task_class(task)
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if render_kernel not in KERNELS:
-            raise ValueError(f"render_kernel must be one of {KERNELS}, got {render_kernel!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, "
@@ -257,25 +254,18 @@ class CraftEnv(gym.Env):
         )
         enable_damage = engine_conf.get("enable_damage", self.task.enable_damage)
         self.give_initial_stuff = bool(engine_conf.get("give_initial_stuff", False))
-        kernel = "numba" if render_kernel == "auto" else render_kernel
-        from omnigym.envs.craft.render import NUMBA_AVAILABLE
-
-        if render_kernel == "auto" and not NUMBA_AVAILABLE:
-            kernel = "numpy"
         self.render_options = RenderOptions(
             width=width,
             height=height,
             fov=float(fov),
             rgb=self.rgb_observations,
             gray_scale_keepdim=self.gray_scale_keepdim,
-            kernel=kernel,
         )
         self.sim = CraftSim(
             self.task,
             n_players=n_players,
             config=self.config,
             render=self.render_options,
-            kernel=kernel,
             enable_damage=bool(enable_damage),
         )
         self.action_space = raw_action_space()

@@ -1,8 +1,8 @@
 """The multi-agent Craft environments: a PettingZoo ``ParallelEnv`` and Craftium's own class.
 
-Follows Craftium's multi-agent front end (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md
-§6): ``MarlCraftiumEnv`` and its PettingZoo wrapper, over the same embedded engine as
-``env.CraftEnv``. Both classes here step one ``core.CraftSim`` holding every player.
+Follows Craftium's multi-agent front end (Malagón, Ceberio, Lozano, ICML 2025): ``MarlCraftiumEnv``
+and its PettingZoo wrapper, over the same embedded engine as ``env.CraftEnv``. Both classes here
+step one ``core.CraftSim`` holding every player.
 
 =================== ======================================================================
 agents              ``player_0`` … ``player_{n-1}`` (``n_players``, 2 for MultiAgentCombat)
@@ -16,9 +16,9 @@ observation         ``Box(0, 255, (H, W, 3), uint8)`` first-person frame of that
   agent acts every step, and all actions are applied in the same frames. ``kwargs`` are
   ``CraftEnv``'s (``obs_width``, ``obs_height``, ``frameskip``, ``rgb_observations``,
   ``gray_scale_keepdim``, ``max_timesteps``, ``seed`` (map seed), ``pmul``, ``fps_max``,
-  ``minetest_conf``, ``render_kernel``, the voxel-info kwargs and Craftium's ignored engine
-  kwargs), validated with the same messages; ``render_mode`` is None or "rgb_array" (both
-  players' frames side by side). ``discrete=True`` maps an index with the task's
+  ``minetest_conf``, the voxel-info kwargs and Craftium's ignored engine kwargs), validated
+  with the same messages; ``render_mode`` is None or "rgb_array" (both players' frames side by
+  side). ``discrete=True`` maps an index with the task's
   ``DiscreteActionWrapper`` (index 0 the no-op, index i ``actions[i - 1]``).
 - ``MarlCraftiumEnv(num_agents, ...)``: Craftium's gymnasium-like class: ``observation_space``
   ``Box(0, 255, (N, H, W, C), uint8)``, ``action_space`` one agent's raw ``Dict``; ``reset``
@@ -34,11 +34,11 @@ Seeding: ``reset(seed=...)`` seeds the episode's generator (as ``CraftEnv``); ``
 ``world_seed`` and ``minetest_conf`` work as in ``CraftEnv.reset``, other keys are ignored
 (PettingZoo's API test passes one).
 
-Departures from Craftium (spec §9): agents are stepped simultaneously rather than one after the
-other (Craftium's PettingZoo form is AEC only; the AEC form here is PettingZoo's
-``parallel_to_aec`` of this class), observations are declared ``(H, W, C)``, and
-``MarlCraftiumEnv`` defaults to the task's 64×64 frames instead of Craftium's 640×360 and has
-no ``step_agent`` (one agent stepping alone has no meaning when players move together).
+Departures from Craftium: agents are stepped simultaneously rather than one after the other
+(Craftium's PettingZoo form is AEC only; the AEC form here is PettingZoo's ``parallel_to_aec`` of
+this class), observations are declared ``(H, W, C)``, and ``MarlCraftiumEnv`` defaults to the task's
+64×64 frames instead of Craftium's 640×360 and has no ``step_agent`` (one agent stepping alone has
+no meaning when players move together).
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ ENGINE_KWARGS = (
     "pmul",
     "fps_max",
     "minetest_conf",
-    "render_kernel",
     "backend",
 )
 """``CraftEnv`` keyword arguments that ``CraftParallelEnv`` passes on."""
@@ -95,7 +94,7 @@ class CraftParallelEnv(ParallelEnv):
         n_players: players (agents ``player_0`` …), at least 2.
         discrete: per-agent ``Discrete(len(actions) + 1)`` action instead of the raw ``Dict``.
         render_mode: None or "rgb_array".
-        **kwargs: ``CraftEnv``'s keyword arguments (spec craft.md §3.1) except ``obs_mode``
+        **kwargs: ``CraftEnv``'s keyword arguments except ``obs_mode``
             (frames only) and ``render_mode``.
     """
 

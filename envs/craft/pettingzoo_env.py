@@ -1,6 +1,6 @@
 """Craftium's ``craftium.pettingzoo_env`` module: multi-agent Craft envs made by name.
 
-Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §6), whose
+Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025), whose
 ``pettingzoo_env.env(env_name, render_mode=None, **kwargs)`` returns a PettingZoo ``AECEnv`` for
 ``"Craftium/MultiAgentCombat-v0"``. Code written against it runs after changing the import.
 
@@ -13,9 +13,9 @@ Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §6), whos
 ``CraftParallelEnv``'s (Craftium's defaults for this env, two 64×64 RGB players and 1000 steps,
 are the task's defaults here).
 
-Departure from Craftium: its AEC env steps the players one after the other through separate
-engine clients; here the AEC form only collects the players' actions in turn and then steps them
-together (spec §9).
+Departure from Craftium: its AEC env steps the players one after the other through separate engine
+clients; here the AEC form only collects the players' actions in turn and then steps them together,
+so that neither player moves first.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """Player movement of the Craft engine: one physics frame and the mouse-to-camera formula.
 
 Follows the player physics of Luanti as configured by Craftium (Malagón, Ceberio, Lozano, ICML
-2025; spec craft.md §2.2 and §2.4). Per frame: the horizontal velocity moves toward the velocity
-wished by the held keys (relative to yaw, normalised, at the walk, crouch or fast speed) by at
-most the ground or air acceleration times ``dt``; a jump on the ground sets the vertical speed;
-gravity pulls; then the player box is swept against walkable nodes axis by axis (y, then x, then
-z), stepping up ledges of at most the step height (0.2 node while airborne, as Luanti), and a
-sneaking player on the ground stops at edges instead of walking off. Landing faster than Luanti's
-tolerance costs hp. Speeds and accelerations are Luanti's defaults times Craftium's ``pmul``;
-gravity is 9.81 nodes/s² times Luanti's factor 2, which makes a jump rise 1.08 nodes as in
-Luanti (spec §2.2 lists the 9.81 alone). All constants are in ``data/physics.yaml``.
+2025). Per frame: the horizontal velocity moves toward the velocity wished by the held keys
+(relative to yaw, normalised, at the walk, crouch or fast speed) by at most the ground or air
+acceleration times ``dt``; a jump on the ground sets the vertical speed; gravity pulls; then the
+player box is swept against walkable nodes axis by axis (y, then x, then z), stepping up ledges of
+at most the step height (0.2 node while airborne, as Luanti), and a sneaking player on the ground
+stops at edges instead of walking off. Landing faster than Luanti's tolerance costs hp. Speeds and
+accelerations are Luanti's defaults times Craftium's ``pmul``; gravity is 9.81 nodes/s² (Luanti's
+``movement_gravity``) times Luanti's factor 2, which makes a jump rise 1.08 nodes as in Luanti.
+All constants are in ``data/physics.yaml``.
 
 Departures from Luanti: a fixed ``dt`` (Craftium uses the wall clock), an axis-separated sweep
 with an instant step-up instead of Luanti's time-of-impact solver and smoothed step, and a sneak
@@ -38,7 +38,7 @@ EPS = 1e-9
 SUPPORT_PROBE = 0.05
 """How far below the feet a sneaking player looks for a node to stand on (nodes)."""
 SNEAK_BISECTIONS = 12
-KERNELS = ("auto", "numba", "numpy")
+KERNELS = ("numba", "numpy")
 
 # Layout of the float64 state vector the kernel reads and writes.
 _PX, _PY, _PZ, _VX, _VY, _VZ, _GROUND, _LANDING = range(8)
@@ -46,7 +46,8 @@ _PX, _PY, _PZ, _VX, _VY, _VZ, _GROUND, _LANDING = range(8)
 
 @dataclass(frozen=True)
 class PhysicsConfig:
-    """Every constant of §2.2 and §2.4, with speeds and accelerations already times ``pmul``.
+    """Every constant of the player physics and the mouse-to-camera formula, with speeds and
+    accelerations already times ``pmul``.
 
     Build it with ``PhysicsConfig.load(pmul=..., fps_max=..., **overrides)``.
     """
@@ -194,9 +195,10 @@ def step_player(
     player: Player,
     controls: Controls,
     config: PhysicsConfig,
-    kernel: str = "auto",
+    kernel: str = "numba",
 ) -> FrameResult:
-    """Runs items 2–4 of a §2.2 frame for one player: walk, jump, gravity, collision sweep.
+    """Runs steps 2–4 of a frame (``core``'s frame loop) for one player: walk, jump, gravity,
+    collision sweep.
 
     Updates ``player.position``, ``velocity`` and ``on_ground`` in place. Damage is returned, not
     applied (the environment decides whether damage is enabled).

@@ -1,4 +1,4 @@
-"""First-person voxel renderer and voxel-observation crop of the Craft engine.
+"""First-person voxel renderer of the Craft engine.
 
 Follows the observations of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which renders frames
 with the Luanti engine: the player's eye looks along Luanti's yaw and pitch (yaw 0 faces +z and
@@ -14,15 +14,16 @@ transparency, no node boxes or meshes); entities are axis-aligned coloured boxes
 flat colour; node light (0–15) darkens a face by ``0.8 ** (15 − light)``, a stand-in for Luanti's
 light curve. The node holding the eye is not drawn, so a camera inside a block still sees out.
 
-Two kernels compute the same arithmetic in the same order: a Numba one (on-disk cache, no
-fastmath, sequential, so frames are bit-exact on a given machine) and a vectorised NumPy reference
-for installs without Numba, an order of magnitude slower. The Numba kernel also skips work that
-cannot change a pixel: entity boxes outside a conservative on-screen rectangle (tested per row of
-pixels, then per pixel), the walk of a ray that is not going down once it is above the highest
-visible row (``Renderer.top_row``), and, given the height of every column
-(``Renderer.column_heights``), the walk of a rising ray once it has passed above every column it
-can still cross (a horizon of 64 sectors of direction around the eye, kept until the eye or a
-height changes); it walks all rays before it shades any, so that shading pipelines across pixels.
+Frames are drawn by one Numba kernel (on-disk cache, no fastmath, sequential, so frames are
+bit-exact on a given machine). The tests check it against a vectorised NumPy reference of the same
+arithmetic in the same order (``tests/craft/render_reference.py``), an order of magnitude slower.
+The kernel skips work that cannot change a pixel: entity boxes outside a conservative on-screen
+rectangle (tested per row of pixels, then per pixel), the walk of a ray that is not going down
+once it is above the highest visible row (``Renderer.top_row``), and, given the height of every
+column (``Renderer.column_heights``), the walk of a rising ray once it has passed above every
+column it can still cross (a horizon of 64 sectors of direction around the eye, kept until the
+eye or a height changes); it walks all rays before it shades any, so that shading pipelines
+across pixels.
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
@@ -37,22 +38,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-try:
-    from numba import njit
-
-    NUMBA_AVAILABLE = True
-except ImportError:  # A NumPy-only install renders with the NumPy kernel.
-    NUMBA_AVAILABLE = False
-
-    def njit(**_options):
-        return lambda function: function
-
+from numba import njit
 
 AIR_ID = 126
 """Content id of Luanti's ``air`` node (reserved, as in Luanti)."""
-IGNORE_ID = 127
-"""Content id of Luanti's ``ignore`` node, which fills everything outside the grid."""
 
 N_CONTENT_IDS = 65536
 # Luanti's face shading of cube faces by normal: sqrt(1.0), sqrt(0.2), sqrt(0.45), sqrt(0.7).
@@ -63,8 +52,6 @@ FACE_SHADE_Z = 0.836660
 LIGHT_MAX = 15
 LIGHT_CURVE = 0.8 ** (LIGHT_MAX - np.arange(LIGHT_MAX + 1, dtype=np.float64))
 """Brightness factor per node light level 0–15 (level 15 is full brightness)."""
-
-KERNELS = ("auto", "numba", "numpy")
 
 HORIZON_SECTORS = 64
 HORIZON_GROUP = 2
@@ -122,8 +109,6 @@ class RenderOptions:
             darkens each texel by up to this fraction.
         rgb: ``(H, W, 3)`` frames; False gives Craftium's grey frames.
         gray_scale_keepdim: grey frames as ``(H, W, 1)`` instead of ``(H, W)``.
-        kernel: "numba", "numpy" (the vectorised reference, an order of magnitude slower) or
-            "auto" (Numba when it is installed).
     """
 
     width: int = 64
@@ -137,11 +122,8 @@ class RenderOptions:
     texture_strength: float = 0.0
     rgb: bool = True
     gray_scale_keepdim: bool = False
-    kernel: str = "auto"
 
     def __post_init__(self):
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
         for name in ("width", "height"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -221,11 +203,6 @@ class Renderer:
         self._horizon = self._no_horizon
         self._horizon_eye = None
         self._horizon_heights = None
-        if options.kernel == "numba" and not NUMBA_AVAILABLE:
-            raise ValueError("kernel='numba' needs the numba package; use 'numpy' or 'auto'")
-        use_numba = options.kernel == "numba" or (options.kernel == "auto" and NUMBA_AVAILABLE)
-        self.kernel = "numba" if use_numba else "numpy"
-        self._kernel = _render_kernel if use_numba else _render_numpy
 
     def top_row(self, grid: np.ndarray) -> int:
         """Highest row (y index) of ``grid`` holding a visible node, −1 when there is none."""
@@ -266,12 +243,12 @@ class Renderer:
             light: ``uint8 [X, Y, Z]`` node light 0–15, or None for full light everywhere. A face
                 takes the light of the node in front of it.
             origin: node coordinates of ``grid[0, 0, 0]``.
-            top_row: ``self.top_row(grid)``, computed once per change of the grid: the Numba
-                kernel stops rays that are not going down above it. None stands for the grid's
+            top_row: ``self.top_row(grid)``, computed once per change of the grid: the kernel
+                stops rays that are not going down above it. None stands for the grid's
                 top row. Any value at or above ``self.top_row(grid)`` gives the same frame; a
                 lower one is an error that hides what stands above it.
-            heights: ``int32 [X, Z]``, ``self.column_heights(grid)``: the Numba kernel stops a
-                rising ray once it has passed above every column it can still cross, so that
+            heights: ``int32 [X, Z]``, ``self.column_heights(grid)``: the kernel stops a rising
+                ray once it has passed above every column it can still cross, so that
                 rays into the sky do not walk to the view distance. As with ``top_row``, values
                 at or above the true ones give the same frame and a lower one hides what stands
                 above it: after a visible node is placed at grid index ``(x, y, z)``, raise
@@ -291,10 +268,10 @@ class Renderer:
             raise ValueError(
                 f"heights must have shape {(grid.shape[0], grid.shape[2])}, got {np.shape(heights)}"
             )
-        use_horizon = heights is not None and self.kernel == "numba"
+        use_horizon = heights is not None
         horizon = self._horizon_of(heights, eye, origin) if use_horizon else self._no_horizon
         frame = np.empty((opts.height, opts.width, 3), dtype=np.uint8)
-        self._kernel(
+        self._draw(
             np.ascontiguousarray(grid),
             light if use_light else self._no_light,
             use_light,
@@ -320,6 +297,10 @@ class Renderer:
         if opts.rgb:
             return frame
         return to_grayscale(frame, opts.gray_scale_keepdim)
+
+    def _draw(self, *kernel_args) -> None:
+        """Fills the frame, ``kernel_args``' last, with ``_render_kernel``."""
+        _render_kernel(*kernel_args)
 
     def _horizon_of(self, heights, eye, origin) -> np.ndarray:
         """The horizon (``_horizon``) of ``heights`` around ``eye``, rebuilt only when the eye,
@@ -358,17 +339,16 @@ def _unit_rays(pixel_rays: np.ndarray) -> np.ndarray:
     return rays * (1.0 / np.sqrt(norm))[:, None]
 
 
+@njit(cache=True, inline="always")
 def _texel_factor(content, u, v, strength):
     """Darkening of texel (u, v) of an 8×8 pattern fixed per content id (an integer hash).
 
-    Plain arithmetic on int64 scalars or arrays, so both kernels share it.
+    Plain arithmetic on int64 scalars or arrays: the NumPy reference of the tests runs the same
+    source on arrays (``_texel_factor.py_func``).
     """
     h = (content * 73856093) ^ (u * 19349663) ^ (v * 83492791)
     h = (h ^ (h >> 13)) * 1274126177
     return 1.0 - strength * ((h >> 8) & 255) / 255.0
-
-
-_texel_factor_jit = njit(cache=True, inline="always")(_texel_factor)
 
 
 @njit(cache=True, inline="always")
@@ -572,8 +552,8 @@ def _render_kernel(
     array and pixel. Work that does not depend on what a ray hits is done once: the unit rays in
     camera space per renderer (a frame rotates them, with no square root), the brightness per
     face and light level per renderer, the fog as one multiply-add of the distance. Same
-    arithmetic as the NumPy reference. Compiled without the GIL, so threads rendering frames of
-    several worlds run side by side.
+    arithmetic as the tests' NumPy reference. Compiled without the GIL, so threads rendering
+    frames of several worlds run side by side.
     """
     # Cell space: cell i spans [i, i + 1), so node origin + i spans [i − 0.5, i + 0.5] + origin.
     px = eye[0] - origin[0] + 0.5
@@ -786,7 +766,7 @@ def _render_kernel(
             v = hz if axis == 1 else hy
             tu = min(max(np.int64((u - np.floor(u)) * 8.0), 0), 7)
             tv = min(max(np.int64((v - np.floor(v)) * 8.0), 0), 7)
-            factor *= _texel_factor_jit(content, tu, tv, texture_strength)
+            factor *= _texel_factor(content, tu, tv, texture_strength)
         if voxel:
             r, g, b = colors[content, 0], colors[content, 1], colors[content, 2]
         elif seen:
@@ -806,233 +786,3 @@ def _render_kernel(
 def _fogged(color, sky, clarity):
     """A colour channel blended into the sky by the fog, rounded to uint8."""
     return np.uint8(min(max(np.floor(sky + (color - sky) * clarity + 0.5), 0.0), 255.0))
-
-
-def _render_numpy(
-    grid,
-    light,
-    use_light,
-    colors,
-    visible,
-    y_top,
-    horizon,
-    use_horizon,
-    origin,
-    eye,
-    basis,
-    pixel_rays,
-    unit_rays,
-    entities,
-    sky,
-    view_distance,
-    use_fog,
-    fog_start,
-    factors,
-    texture_strength,
-    out,
-):
-    """The NumPy reference of ``_render_kernel``: the same arithmetic, vectorised over rays.
-
-    ``y_top`` and ``horizon`` are unused: the reference walks every ray to its end, with or
-    without the hints.
-    """
-    dims = np.array(grid.shape)
-    p = eye - origin + 0.5
-    d = unit_rays[:, 0:1] * basis[0] + unit_rays[:, 1:2] * basis[1] + unit_rays[:, 2:3] * basis[2]
-    n_rays = len(d)
-    rays = np.arange(n_rays)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(d != 0.0, 1.0 / d, np.inf)
-
-        # Entity boxes.
-        hit_t = np.full(n_rays, float(view_distance))
-        hit_k = np.full(n_rays, -1)
-        hit_axis = np.zeros(n_rays, dtype=np.int64)
-        hit_sign = np.zeros(n_rays)
-        for k in range(len(entities)):
-            t_near = np.full(n_rays, -np.inf)
-            t_far = np.full(n_rays, np.inf)
-            axis = np.zeros(n_rays, dtype=np.int64)
-            sign = np.zeros(n_rays)
-            for a in range(3):
-                lo = entities[k, a] - entities[k, 3 + a]
-                hi = entities[k, a] + entities[k, 3 + a]
-                parallel = d[:, a] == 0.0
-                t0 = (lo - eye[a]) * inv[:, a]
-                t1 = (hi - eye[a]) * inv[:, a]
-                s = np.where(t0 > t1, 1.0, -1.0)
-                t0, t1 = np.minimum(t0, t1), np.maximum(t0, t1)
-                better = ~parallel & (t0 > t_near)
-                t_near = np.where(better, t0, t_near)
-                axis = np.where(better, a, axis)
-                sign = np.where(better, s, sign)
-                t_far = np.where(parallel, t_far, np.minimum(t_far, t1))
-                t_near = np.where(parallel & ((eye[a] < lo) | (eye[a] > hi)), np.inf, t_near)
-            seen = (t_near >= 0.0) & (t_near <= t_far) & (t_near < hit_t)
-            hit_t = np.where(seen, t_near, hit_t)
-            hit_k = np.where(seen, k, hit_k)
-            hit_axis = np.where(seen, axis, hit_axis)
-            hit_sign = np.where(seen, sign, hit_sign)
-
-        # Where each ray starts its walk through the grid.
-        cell = np.empty((n_rays, 3), dtype=np.int64)
-        enter_axis = np.full(n_rays, -1)
-        walking = np.ones(n_rays, dtype=bool)
-        if ((p >= 0.0) & (p < dims)).all():
-            cell[:] = np.floor(p).astype(np.int64)
-        else:
-            t_enter = np.zeros(n_rays)
-            t_leave = hit_t.copy()
-            for a in range(3):
-                parallel = d[:, a] == 0.0
-                t0 = (0.0 - p[a]) * inv[:, a]
-                t1 = (dims[a] - p[a]) * inv[:, a]
-                t0, t1 = np.minimum(t0, t1), np.maximum(t0, t1)
-                later = ~parallel & (t0 > t_enter)
-                t_enter = np.where(later, t0, t_enter)
-                enter_axis = np.where(later, a, enter_axis)
-                t_leave = np.where(parallel, t_leave, np.minimum(t_leave, t1))
-                if not 0.0 <= p[a] < dims[a]:
-                    t_enter = np.where(parallel, np.inf, t_enter)
-            walking = (enter_axis >= 0) & (t_enter < t_leave)
-            t_enter = np.where(walking, t_enter, 0.0)
-            for a in range(3):
-                start = np.floor(p[a] + d[:, a] * t_enter)
-                start = np.clip(start, 0, dims[a] - 1).astype(np.int64)
-                face = np.where(d[:, a] > 0.0, 0, dims[a] - 1)
-                cell[:, a] = np.where(enter_axis == a, face, start)
-        step = np.where(d > 0.0, 1, -1)
-        delta = np.abs(inv)
-        t_next = np.where(
-            d > 0.0, (cell + 1 - p) * inv, np.where(d < 0.0, (cell - p) * inv, np.inf)
-        )
-
-    # Walk the rays still looking, all together.
-    content = np.full(n_rays, -1)
-    axis = enter_axis.copy()
-    skip = enter_axis < 0
-    live = rays[walking]
-    while len(live):
-        c = cell[live]
-        here = grid[c[:, 0], c[:, 1], c[:, 2]]
-        found = visible[here] & ~skip[live]
-        content[live[found]] = here[found]
-        skip[live] = False
-        live = live[~found]
-        m = t_next[live]
-        step_axis = np.where(
-            (m[:, 0] <= m[:, 1]) & (m[:, 0] <= m[:, 2]), 0, np.where(m[:, 1] <= m[:, 2], 1, 2)
-        )
-        t = m[np.arange(len(live)), step_axis]
-        cell[live, step_axis] += step[live, step_axis]
-        t_next[live, step_axis] += delta[live, step_axis]
-        axis[live] = step_axis
-        moved = cell[live, step_axis]
-        inside = (moved >= 0) & (moved < dims[step_axis]) & (t < hit_t[live])
-        live = live[inside]
-
-    # Shade what was hit.
-    voxel = content >= 0
-    sky_ray = ~voxel & (hit_k < 0)
-    face = cell[rays, np.maximum(axis, 0)]
-    along = d[rays, np.maximum(axis, 0)]
-    p_axis = p[np.maximum(axis, 0)]
-    inv_axis = inv[rays, np.maximum(axis, 0)]
-    with np.errstate(invalid="ignore"):
-        voxel_t = np.where(along > 0.0, (face - p_axis) * inv_axis, (face + 1 - p_axis) * inv_axis)
-    hit_t = np.where(voxel, voxel_t, hit_t)
-    hit_axis = np.where(voxel, axis, hit_axis)
-    hit_sign = np.where(voxel, np.where(along > 0.0, -1.0, 1.0), hit_sign)
-    face = 2 * hit_axis + (hit_sign > 0.0)
-    level = np.full(n_rays, LIGHT_MAX)
-    hit_point = p + d * np.where(sky_ray, 0.0, hit_t)[:, None]
-    if use_light:
-        front = hit_point.copy()
-        front[rays, hit_axis] = front[rays, hit_axis] + 0.5 * hit_sign
-        front = np.floor(front).astype(np.int64)
-        within = ((front >= 0) & (front < np.array(light.shape))).all(axis=1)
-        safe = np.where(within[:, None], front, 0)
-        level = np.where(
-            within, np.minimum(light[safe[:, 0], safe[:, 1], safe[:, 2]], LIGHT_MAX), level
-        )
-    factor = factors[face, level]
-    if texture_strength > 0.0:
-        ua = np.where(hit_axis == 0, 2, 0)
-        va = np.where(hit_axis == 1, 2, 1)
-        u = hit_point[rays, ua]
-        v = hit_point[rays, va]
-        tu = np.clip(((u - np.floor(u)) * 8.0).astype(np.int64), 0, 7)
-        tv = np.clip(((v - np.floor(v)) * 8.0).astype(np.int64), 0, 7)
-        texel = _texel_factor(np.maximum(content, 0), tu, tv, texture_strength)
-        factor = np.where(voxel, factor * texel, factor)
-    base = np.where(
-        voxel[:, None],
-        colors[np.maximum(content, 0)],
-        entities[hit_k, 6:9] if len(entities) else 0.0,
-    )
-    color = base * factor[:, None]
-    clarity = np.ones(n_rays)
-    if use_fog:
-        fog_scale = 1.0 / (1.0 - fog_start)
-        clarity = np.clip(hit_t * (-fog_scale / view_distance) + fog_scale, 0.0, 1.0)
-    value = sky + (color - sky) * clarity[:, None]
-    pixels = np.clip(np.floor(value + 0.5), 0.0, 255.0)
-    pixels[sky_ray] = sky
-    out[:] = pixels.astype(np.uint8).reshape(out.shape)
-
-
-def crop_voxels(
-    grid: np.ndarray,
-    center: tuple[int, int, int],
-    radii: tuple[int, int, int],
-    origin: tuple[int, int, int] = (0, 0, 0),
-    fill: int = IGNORE_ID,
-) -> np.ndarray:
-    """The box of ``grid`` around node ``center``, laid out ``[z, y, x]`` like Craftium's voxels.
-
-    Args:
-        grid: ``[X, Y, Z]`` array (content ids, light or param2).
-        center: node coordinates of the middle of the crop (the player's node).
-        radii: ``(rx, ry, rz)``; the crop has shape ``(2rz+1, 2ry+1, 2rx+1)``.
-        origin: node coordinates of ``grid[0, 0, 0]``.
-        fill: value for nodes outside the grid (``ignore`` for content ids).
-
-    Returns:
-        A new array of ``grid``'s dtype, world-axis aligned.
-    """
-    size = [2 * r + 1 for r in radii]
-    src, dst = [], []
-    for a in range(3):
-        lo = int(center[a]) - int(radii[a]) - int(origin[a])
-        start, stop = max(lo, 0), min(lo + size[a], grid.shape[a])
-        src.append(slice(start, max(start, stop)))
-        dst.append(slice(start - lo, max(start, stop) - lo))
-    inside = grid[src[0], src[1], src[2]].transpose(2, 1, 0)
-    if inside.shape == (size[2], size[1], size[0]):
-        return np.ascontiguousarray(inside)
-    out = np.full((size[2], size[1], size[0]), fill, dtype=grid.dtype)
-    out[dst[2], dst[1], dst[0]] = inside
-    return out
-
-
-def crop_voxel_info(
-    grid: np.ndarray,
-    light: np.ndarray,
-    param2: np.ndarray,
-    center: tuple[int, int, int],
-    radii: tuple[int, int, int],
-    origin: tuple[int, int, int] = (0, 0, 0),
-) -> np.ndarray:
-    """Craftium's ``info["voxel_obs"]``: ``uint32 (2rz+1, 2ry+1, 2rx+1, 3)`` of content id, light
-    and param2 around node ``center``; outside the grid ``(ignore, 0, 0)``."""
-    size = [2 * r + 1 for r in radii]
-    info = np.empty((size[2], size[1], size[0], 3), dtype=np.uint32)
-    info[..., 0] = crop_voxels(grid, center, radii, origin, IGNORE_ID)
-    info[..., 1] = crop_voxels(light, center, radii, origin, 0)
-    info[..., 2] = crop_voxels(param2, center, radii, origin, 0)
-    return info
-
-
-def node_at(position: np.ndarray) -> tuple[int, int, int]:
-    """The node holding a position in nodes (Luanti's ``floor(p + 0.5)``)."""
-    return tuple(int(math.floor(c + 0.5)) for c in position)

@@ -1,13 +1,12 @@
 """Seeded procedural terrain of the Craft engine: the ChopTree forest and the OpenWorld map.
 
-Follows the worlds of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which plays on maps made
-by Luanti's map generators (spec craft.md §2, §4): a height map of layered noise, biomes chosen
-Luanti's way (the nearest heat/humidity point among the biomes whose y range holds the surface),
-a surface node and a subsurface layer per biome over stone, trees of minetest_game's five kinds
-(apple, jungle, pine, acacia, aspen), ore veins in depth layers (coal, then iron, then diamond
-deepest and rarest) and caves carved by random worms. Every parameter lives in
-``data/terrain.yaml``; everything random comes from ``np.random.default_rng(seed)``, so a seed
-gives the same grid byte for byte.
+Follows the worlds of Craftium (Malagón, Ceberio, Lozano, ICML 2025), which plays on maps made by
+Luanti's map generators: a height map of layered noise, biomes chosen Luanti's way (the nearest
+heat/humidity point among the biomes whose y range holds the surface), a surface node and a
+subsurface layer per biome over stone, trees of minetest_game's five kinds (apple, jungle, pine,
+acacia, aspen), ore veins in depth layers (coal, then iron, then diamond deepest and rarest) and
+caves carved by random worms. Every parameter lives in ``data/terrain.yaml``; everything random
+comes from ``np.random.default_rng(seed)``, so a seed gives the same grid byte for byte.
 
 Departures from Luanti, for speed and simplicity:
 

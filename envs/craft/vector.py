@@ -1,8 +1,8 @@
 """``CraftVectorEnv``: N worlds of one Craft task stepped by one batched call.
 
 Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025) for everything a world does, and
-Gymnasium 1.x's ``VectorEnv`` contract for the batch (spec craft.md §6): ``single_action_space``
-is the task's ``Discrete(n)`` (the registered ``DiscreteActionWrapper``'s), ``action_space`` its
+Gymnasium 1.x's ``VectorEnv`` contract for the batch: ``single_action_space`` is the task's
+``Discrete(n)`` (the registered ``DiscreteActionWrapper``'s), ``action_space`` its
 batch ``MultiDiscrete([n] * num_envs)``; observations are the single env's, stacked on a first
 axis of length ``num_envs``; infos are Gymnasium's vector infos (a dict of arrays, each key ``k``
 beside a boolean mask ``_k`` saying which worlds have it); ``metadata["autoreset_mode"]`` is
@@ -20,7 +20,7 @@ in one NumPy comparison: index k maps to a complete raw action dict built once (
 world's ``core.CraftSim``, and observations are written into one batch array per step.
 
 Departures, for speed: v0 steps the worlds in a tight Python loop over their ``CraftSim``s, not
-in the one kernel call the spec names as the ideal (physics, digging and rules are per-world
+in one kernel call for all worlds (physics, digging and rules are per-world
 Python around small Numba kernels; a batched kernel would duplicate them). ``info`` carries
 ``player_pos``, ``player_vel``, ``player_pitch``, ``player_yaw`` and ``mt_dtime`` on every step
 (and OpenWorld's ``achievements``), ``voxel_obs`` only with ``enable_voxel_obs=True`` (the single
@@ -54,7 +54,7 @@ STEP_INFO_KEYS = ("player_pos", "player_vel", "player_pitch", "player_yaw", "mt_
 
 
 class CraftVectorEnv(VectorEnv):
-    """``num_envs`` worlds of one Craft task, stepped together (spec craft.md §6).
+    """``num_envs`` worlds of one Craft task, stepped together.
 
     ## Description
 
@@ -94,7 +94,7 @@ class CraftVectorEnv(VectorEnv):
     - ``render_threads``: threads drawing the frames of one step (default 1).
     - ``render_mode``: None or ``"rgb_array"``: ``render()`` returns one frame per world.
     - ``max_episode_steps``: Gymnasium's name for ``max_timesteps`` (``make_vec`` passes it
-      when the spec sets one).
+      when the id's ``EnvSpec`` sets one).
     - ``**env_kwargs``: every other ``CraftEnv`` kwarg (``obs_mode``, ``obs_width``,
       ``frameskip``, ``seed``, ``minetest_conf``, ...), validated by ``CraftEnv``.
     """

@@ -3,8 +3,7 @@
 Follows Craftium (Malagón, Ceberio, Lozano, ICML 2025), ``craftium/wrappers.py``. The engine
 lays voxels out ``[z, y, x]`` (Luanti's north, up, east) and reports positions as (x, y, z); this
 wrapper turns them into the (east, north, up) = (x, z, y) order that robotics code expects.
-Spec craft.md §3.2 defines the mapping by this table, since Craftium's own axis naming is
-inconsistent:
+This table defines the mapping, since Craftium's own axis naming is inconsistent:
 
 | quantity | engine | after the wrapper |
 |---|---|---|

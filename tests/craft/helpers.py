@@ -1,15 +1,23 @@
-"""What the Craft task tests share: a wrapped task env, seeded rollouts, deep equality."""
+"""What the Craft task tests share: a wrapped task env, action indices, seeded rollouts, deep
+equality."""
 
 import numpy as np
 
 from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.env import CraftEnv
+from omnigym.envs.craft.tasks.base import task_table
 
 
 def make_task_env(task, **kwargs):
     """``CraftEnv(task)`` in the DiscreteActionWrapper of the task's registered action set."""
     base = CraftEnv(task=task, **kwargs)
     return DiscreteActionWrapper(base, base.task.actions, base.task.mouse_mov)
+
+
+def action_index(task, name):
+    """The ``DiscreteActionWrapper`` index that presses ``name`` in ``task``'s registered action
+    set (``data/tasks/*.yaml``; index 0 is the no-op)."""
+    return task_table()[task]["actions"].index(name) + 1
 
 
 def random_rollout(env, reset_seed, steps, action_seed=0):

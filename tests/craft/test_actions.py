@@ -1,4 +1,4 @@
-"""Craft action interface (spec craft.md §3.2): raw Dict space, Discrete and Binary wrappers."""
+"""Craft action interface: raw Dict space, Discrete and Binary wrappers."""
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +13,8 @@ from omnigym.envs.craft.actions import (
     raw_action_space,
 )
 
-CHOP_TREE_ACTIONS = ["forward", "jump", "dig", "mouse x+", "mouse x-", "mouse y+", "mouse y-"]
+SEVEN_ACTIONS = ["forward", "jump", "dig", "mouse x+", "mouse x-", "mouse y+", "mouse y-"]
+"""A wrapper input: three keys and the four mouse moves (any key names would do)."""
 
 
 class RawActionEcho(gym.Env):
@@ -86,13 +87,13 @@ def test_raw_action_outside_the_space_names_the_space(action, pattern):
 
 
 def test_discrete_wrapper_space_counts_the_noop():
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS, mouse_mov=0.5)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS, mouse_mov=0.5)
     assert env.action_space == spaces.Discrete(8)
     assert env.unwrapped.action_space == raw_action_space()
 
 
 def test_discrete_wrapper_maps_every_index_to_craftiums_dict():
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS, mouse_mov=0.5)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS, mouse_mov=0.5)
     expected = [
         {},
         {"forward": 1, "mouse": [0.0, 0.0]},
@@ -107,7 +108,7 @@ def test_discrete_wrapper_maps_every_index_to_craftiums_dict():
 
 
 def test_discrete_wrapper_step_presses_one_key_for_the_step():
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS)
     env.reset(seed=0)
     env.step(3)
     pressed = [k for k in ACTION_ORDER[:21] if env.unwrapped.last_action[k]]
@@ -124,13 +125,13 @@ def test_discrete_wrapper_mouse_move_uses_mouse_mov():
 
 
 def test_discrete_wrapper_accepts_numpy_integer_indices():
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS)
     assert as_lists(env.action(np.int64(1))) == {"forward": 1, "mouse": [0.0, 0.0]}
     assert as_lists(env.action(np.array(4))) == {"mouse": [0.5, 0.0]}
 
 
 def test_discrete_wrapper_maps_an_index_array_to_one_dict_per_agent():
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS)
     dicts = env.action(np.array([0, 1, 5]))
     assert [as_lists(d) for d in dicts] == [
         {},
@@ -141,7 +142,7 @@ def test_discrete_wrapper_maps_an_index_array_to_one_dict_per_agent():
 
 @pytest.mark.parametrize("bad", [8, -1, 1.0, True, "1", np.int64(9)])
 def test_discrete_wrapper_rejects_indices_outside_the_space(bad):
-    env = DiscreteActionWrapper(RawActionEcho(), CHOP_TREE_ACTIONS)
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS)
     with pytest.raises(ValueError, match=r"is outside Discrete\(8\) of RawActionEcho"):
         env.step(bad)
 
@@ -149,7 +150,7 @@ def test_discrete_wrapper_rejects_indices_outside_the_space(bad):
 def test_discrete_wrapper_error_names_the_index_and_the_registered_id():
     inner = RawActionEcho()
     inner.spec = gym.envs.registration.EnvSpec("Craft/ChopTree-v0", entry_point=None)
-    env = DiscreteActionWrapper(inner, CHOP_TREE_ACTIONS)
+    env = DiscreteActionWrapper(inner, SEVEN_ACTIONS)
     with pytest.raises(
         ValueError, match=r"^action 8 is outside Discrete\(8\) of Craft/ChopTree-v0$"
     ):

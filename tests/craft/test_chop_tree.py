@@ -1,10 +1,10 @@
-"""ChopTree: forest, steel axe, +1 per trunk node, 280-step trunk (spec craft.md §4, §2.5)."""
+"""ChopTree: forest, steel axe, +1 per trunk node, 280-step trunk."""
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.chop_tree import ChopTreeScripted
+from omnigym.agents.craft.chop_tree import ChopTreeScripted
 from omnigym.envs.craft.core import FrameEvents
 from omnigym.envs.craft.digging import DugNode
 from omnigym.envs.craft.tasks.base import shared_materials, task_table

@@ -1,4 +1,4 @@
-"""Procedural dungeons (spec craft.md §5): ASCII maps, RandomMapGen and the 25-task sequence."""
+"""Procedural dungeons: ASCII maps, RandomMapGen and the 25-task sequence."""
 
 import inspect
 from collections import Counter

@@ -1,4 +1,4 @@
-"""World, materials, inventory (spec craft.md §2.1) and digging and placing (§2.5)."""
+"""World, materials, inventory, voxel crops, and digging and placing."""
 
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ from omnigym.envs.craft.engine import (
     MaterialTable,
     Player,
     World,
+    crop_voxels,
     node_at,
 )
 
@@ -288,11 +289,11 @@ def test_look_direction_follows_luanti_conventions():
         ("default:torch", None, 0.0),
     ],
 )
-def test_dig_times_follow_the_spec_table(materials, tools, node, tool, seconds):
+def test_dig_times_follow_minetest_games_table(materials, tools, node, tool, seconds):
     assert tools.dig_time(materials[node], tool) == seconds
 
 
-def test_punch_interval_and_damage_of_the_spec(tools):
+def test_punch_interval_and_damage_of_hand_axe_and_sword(tools):
     assert (tools.hand.damage, tools.hand.full_punch_interval) == (1, 0.9)
     assert (tools["default:axe_steel"].damage, tools["default:axe_steel"].full_punch_interval) == (
         4,
@@ -414,9 +415,22 @@ def test_place_with_an_item_that_is_not_a_node_does_nothing(materials, config):
     assert place(world, player, config) is None
 
 
-def test_voxels_around_equals_the_transposed_crop_and_follows_edits():
-    from omnigym.envs.craft.render import crop_voxels
+def nodes_around(world, center, radii):
+    """The ``voxels_around`` box read node by node through ``World.get``."""
+    (cx, cy, cz), (rx, ry, rz) = center, radii
+    return np.array(
+        [
+            [
+                [world.get(x, y, z) for x in range(cx - rx, cx + rx + 1)]
+                for y in range(cy - ry, cy + ry + 1)
+            ]
+            for z in range(cz - rz, cz + rz + 1)
+        ],
+        dtype=np.uint16,
+    )
 
+
+def test_voxels_around_reads_the_nodes_around_the_centre_and_follows_edits():
     table = MaterialTable.load()
     world = World(table, (9, 6, 7), origin=(-3, 2, 5))
     rng = np.random.default_rng(0)
@@ -424,14 +438,50 @@ def test_voxels_around_equals_the_transposed_crop_and_follows_edits():
     pristine = world.copy()
     centers = [(0, 4, 8), (-3, 2, 5), (5, 7, 11), (-10, 0, 0)]
     for center in centers:
-        expected = crop_voxels(world.content, center, (2, 1, 3), tuple(world.origin))
+        expected = nodes_around(world, center, (2, 1, 3))
         assert np.array_equal(world.voxels_around(center, (2, 1, 3)), expected)
     world.set(1, 5, 8, "default:tree")
     world.fill((-3, 2, 5), (-2, 3, 6), "default:dirt")
     for center in centers:
-        expected = crop_voxels(world.content, center, (2, 1, 3), tuple(world.origin))
+        expected = nodes_around(world, center, (2, 1, 3))
         assert np.array_equal(world.voxels_around(center, (2, 1, 3)), expected)
     clone = world.copy()
     world.restore(pristine)
     assert np.array_equal(world.content_zyx(), pristine.content.transpose(2, 1, 0))
     assert np.array_equal(clone.content_zyx(), clone.content.transpose(2, 1, 0))
+
+
+def test_voxel_crop_is_laid_out_z_y_x_around_the_centre_node():
+    grid = np.arange(10 * 11 * 12, dtype=np.uint16).reshape(10, 11, 12)
+    crop = crop_voxels(grid.transpose(2, 1, 0), center=(5, 5, 5), radii=(2, 1, 3))
+    assert crop.shape == (7, 3, 5) and crop.dtype == np.uint16
+    assert crop[3, 1, 2] == grid[5, 5, 5]
+    assert crop[3 + 3, 1 + 1, 2 + 1] == grid[6, 6, 8]
+    assert crop[0, 0, 0] == grid[3, 4, 2]
+
+
+def test_voxel_crop_fills_outside_the_grid_with_ignore():
+    grid = np.full((4, 4, 4), 1, dtype=np.uint16)
+    crop = crop_voxels(grid, center=(0, 0, 0), radii=(1, 1, 1))
+    assert crop[1, 1, 1] == 1 and crop[2, 2, 2] == 1
+    assert crop[0, 1, 1] == IGNORE and crop[1, 0, 1] == IGNORE and crop[1, 1, 0] == IGNORE
+    assert (crop_voxels(grid, center=(50, 0, 0), radii=(1, 1, 1)) == IGNORE).all()
+
+
+def test_voxel_crop_honours_the_grid_origin():
+    grid = np.zeros((5, 5, 5), dtype=np.uint8)
+    grid[4, 3, 2] = 9
+    crop = crop_voxels(grid, center=(-8, -7, -6), radii=(0, 0, 0), origin=(-10, -10, -10), fill=0)
+    np.testing.assert_array_equal(crop, [[[9]]])
+
+
+def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
+    table = MaterialTable.load()
+    stone = table.id("default:stone")
+    world = World(table, (3, 3, 3), fill="default:stone")
+    world.light[:] = np.arange(27, dtype=np.uint8).reshape(3, 3, 3)
+    world.param2[:] = 5
+    info = world.voxel_info(center=(2, 1, 1), radii=(1, 0, 0))
+    assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
+    np.testing.assert_array_equal(info[0, 0, 0], [stone, world.light[1, 1, 1], 5])
+    np.testing.assert_array_equal(info[0, 0, 2], [IGNORE, 0, 0])

@@ -39,7 +39,7 @@ def horizontal_distance(a, b):
     return math.hypot(a[0] - b[0], a[2] - b[2])
 
 
-def test_kind_table_has_the_published_ids_and_spec_stats():
+def test_kind_table_has_the_published_ids_and_stats():
     kinds = KindTable.load()
     ids = {kind.name: kind.id for kind in kinds}
     assert ids == {

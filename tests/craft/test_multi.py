@@ -11,10 +11,11 @@ from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.multi import CraftParallelEnv, MarlCraftiumEnv
 
-from .helpers import assert_same
+from .helpers import action_index, assert_same
 
 AGENTS = ["player_0", "player_1"]
-NOOP, FORWARD, DIG = 0, 1, 5  # Discrete(8): no-op, forward, left, right, jump, dig, mouse x±
+NOOP = 0
+FORWARD, DIG = (action_index("MultiAgentCombat", name) for name in ("forward", "dig"))
 
 
 def _face_off(env, gap=3.0):

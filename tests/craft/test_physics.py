@@ -1,4 +1,4 @@
-"""Player physics (spec craft.md §2.2) and the mouse-to-camera formula (§2.4)."""
+"""Player physics and Craftium's mouse-to-camera formula."""
 
 import math
 

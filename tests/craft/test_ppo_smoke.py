@@ -1,4 +1,4 @@
-"""Spec craft.md acceptance: a CleanRL-style PPO smoke run on Craft/SmallRoom-v0 completes.
+"""A CleanRL-style PPO smoke run on Craft/SmallRoom-v0 completes.
 
 The loop Craftium's own examples use: grey frames (``rgb_observations=False``), ``frameskip=4``,
 Gymnasium's ``FrameStackObservation`` of 4, Stable-Baselines3's PPO with its default NatureCNN

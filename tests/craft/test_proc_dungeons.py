@@ -1,34 +1,22 @@
-"""ProcDungeons (spec craft.md §4, §5): the task, make_dungeon_env, the continual sequence and
-the scripted agent."""
+"""ProcDungeons: the task, make_dungeon_env, the continual sequence and the scripted agent."""
 
 from collections import Counter
 
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.envs.registration import WrapperSpec
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.proc_dungeons import ProcDungeonsScripted
+from omnigym.agents.craft.proc_dungeons import ProcDungeonsScripted
 from omnigym.envs.craft.actions import DiscreteActionWrapper
 from omnigym.envs.craft.dungeon_env import default_dungeon_conf, make_dungeon_env
 from omnigym.envs.craft.dungeons import join_sequence, parse_ascii_map, sequence0_25
 from omnigym.envs.craft.engine import DATA_DIR
-from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.extra.crl_dungeons import continual_sequence, load_task, sequence_maps
 
+from .helpers import action_index, make_task_env
+
 DUNGEON_ID = "Craft/ProcDungeons-v0"
-ACTIONS = [
-    "forward",
-    "left",
-    "right",
-    "jump",
-    "dig",
-    "mouse x+",
-    "mouse x-",
-    "mouse y+",
-    "mouse y-",
-]
 
 # A 5×3 room: player at (1, 1, 1) facing +z, a tier-a monster right in front of it at (1, 1, 2),
 # the objective in the far corner; glass ceiling.
@@ -58,32 +46,7 @@ DUEL_MAP = "\n".join(
 
 
 def make(**kwargs) -> DiscreteActionWrapper:
-    return DiscreteActionWrapper(CraftEnv(task="ProcDungeons", **kwargs), ACTIONS, 0.1)
-
-
-@pytest.fixture
-def dungeon_id():
-    """``Craft/ProcDungeons-v0`` in Gymnasium's registry: the package's registration when it
-    has one, else the same entry point and wrapper for the duration of the test."""
-    import omnigym  # noqa: F401  (registers the Craft ids)
-
-    if DUNGEON_ID in gymnasium.registry:
-        yield DUNGEON_ID
-        return
-    gymnasium.register(
-        id=DUNGEON_ID,
-        entry_point="omnigym.envs.craft.env:CraftEnv",
-        kwargs={"task": "ProcDungeons"},
-        additional_wrappers=(
-            WrapperSpec(
-                "DiscreteActionWrapper",
-                "omnigym.envs.craft.actions:DiscreteActionWrapper",
-                {"actions": ACTIONS, "mouse_mov": 0.1},
-            ),
-        ),
-    )
-    yield DUNGEON_ID
-    del gymnasium.registry[DUNGEON_ID]
+    return make_task_env("ProcDungeons", **kwargs)
 
 
 def assert_same(a, b):
@@ -210,7 +173,7 @@ def test_killing_a_monster_pays_once_and_the_episode_goes_on():
     env.reset(seed=0)
     rewards = []
     for _ in range(400):
-        _, reward, terminated, truncated, info = env.step(ACTIONS.index("dig") + 1)
+        _, reward, terminated, truncated, info = env.step(action_index("ProcDungeons", "dig"))
         rewards.append(reward)
         if terminated or truncated:
             break
@@ -251,20 +214,20 @@ def test_scripted_agent_collects_the_default_objective_with_return_10_5():
 # ---- make_dungeon_env and the continual sequence ----------------------------------------------
 
 
-def test_make_dungeon_env_draws_the_same_map_for_the_same_seed(dungeon_id):
+def test_make_dungeon_env_draws_the_same_map_for_the_same_seed():
     kwargs = dict(mapgen_kwargs=dict(n_rooms=5, max_monsters_per_room=5), return_map_str=True)
     env, ascii_map = make_dungeon_env(seed=0, **kwargs)
     _, again = make_dungeon_env(seed=0, **kwargs)
     _, other = make_dungeon_env(seed=1, **kwargs)
     assert isinstance(ascii_map, str) and ascii_map == again and ascii_map != other
-    assert env.spec.id == dungeon_id and env.action_space == gymnasium.spaces.Discrete(10)
+    assert env.spec.id == DUNGEON_ID and env.action_space == gymnasium.spaces.Discrete(10)
     assert env.unwrapped.task.conf["ascii_map"] == ascii_map
     assert env.unwrapped.task.conf["rwd_objective"] == 10.0
     obs, _ = env.reset(seed=0)
     assert obs.shape == (64, 64, 3)
 
 
-def test_make_dungeon_env_keeps_a_given_map_and_the_callers_conf(dungeon_id):
+def test_make_dungeon_env_keeps_a_given_map_and_the_callers_conf():
     conf = {"rwd_objective": 3.0}
     env = make_dungeon_env(DUEL_MAP, minetest_conf=conf)
     assert env.unwrapped.task.conf["ascii_map"] == DUEL_MAP
@@ -284,7 +247,7 @@ def test_load_task_returns_the_map_string_of_the_task():
         load_task("sequence9", make_env=False, return_map=True)
 
 
-def test_continual_sequence_factories_make_each_task(dungeon_id):
+def test_continual_sequence_factories_make_each_task():
     factories = continual_sequence("sequence0_25")
     assert len(factories) == 25
     env = factories[1]()

@@ -1,4 +1,4 @@
-"""The voxel renderer and voxel crop: camera conventions, shading, fog, grey scale, entities."""
+"""The voxel renderer: camera conventions, shading, fog, grey scale, entities, hints."""
 
 import math
 
@@ -12,17 +12,15 @@ from omnigym.envs.craft.render import (
     FACE_SHADE_TOP,
     FACE_SHADE_X,
     FACE_SHADE_Z,
-    IGNORE_ID,
     LIGHT_CURVE,
     Renderer,
     RenderOptions,
     camera_basis,
-    crop_voxel_info,
-    crop_voxels,
-    node_at,
     to_grayscale,
     vertical_fov,
 )
+
+from .render_reference import ReferenceRenderer
 
 STONE = 1
 DIRT = 2
@@ -41,10 +39,12 @@ def tables():
     return colors, visible
 
 
-def renderer(**options):
-    """A 9×9 renderer over the test tables; options override ``RenderOptions``."""
+def renderer(reference=False, **options):
+    """A 9×9 renderer over the test tables, drawing with the Numba kernel or, with
+    ``reference``, the NumPy reference; options override ``RenderOptions``."""
     colors, visible = tables()
-    return Renderer(colors, visible, RenderOptions(**{"width": 9, "height": 9, **options}))
+    kind = ReferenceRenderer if reference else Renderer
+    return kind(colors, visible, RenderOptions(**{"width": 9, "height": 9, **options}))
 
 
 def empty_grid(size=17):
@@ -59,11 +59,11 @@ def shaded(rgb, factor):
     return np.floor(np.asarray(rgb) * factor + 0.5).astype(np.uint8)
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
-def test_block_ahead_lands_in_image_centre_with_z_face_shading(kernel):
+@pytest.mark.parametrize("reference", [False, True], ids=["kernel", "reference"])
+def test_block_ahead_lands_in_image_centre_with_z_face_shading(reference):
     grid = empty_grid()
     grid[8, 8, 12] = STONE
-    frame = renderer(fog=False, kernel=kernel).render(grid, EYE, yaw=0.0, pitch=0.0)
+    frame = renderer(reference, fog=False).render(grid, EYE, yaw=0.0, pitch=0.0)
     assert frame.shape == (9, 9, 3) and frame.dtype == np.uint8
     np.testing.assert_array_equal(centre(frame), shaded(STONE_RGB, FACE_SHADE_Z))
     drawn = np.argwhere((frame != SKY).any(axis=2))
@@ -77,13 +77,13 @@ def test_looking_up_shows_only_sky():
     assert (frame == SKY).all()
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
-def test_rays_that_hit_nothing_take_the_sky_colour_exactly_in_dark_light(kernel):
+@pytest.mark.parametrize("reference", [False, True], ids=["kernel", "reference"])
+def test_rays_that_hit_nothing_take_the_sky_colour_exactly_in_dark_light(reference):
     grid = empty_grid()
     grid[:, :8, :] = STONE
     light = np.zeros(grid.shape, dtype=np.uint8)
     sky = (3, 254, 128)
-    r = renderer(width=16, height=16, kernel=kernel, sky_rgb=sky, fog=False)
+    r = renderer(reference, width=16, height=16, sky_rgb=sky, fog=False)
     frame = r.render(grid, EYE, yaw=10.0, pitch=0.0, light=light)
     assert (frame[:7] == sky).all()
     assert (frame[9:] == shaded(STONE_RGB, FACE_SHADE_TOP * LIGHT_CURVE[0])).all()
@@ -246,10 +246,10 @@ def test_entity_box_is_drawn_in_front_of_blocks_and_hidden_behind_them():
     )
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
-def test_an_empty_entity_array_draws_the_frame_of_no_entities(kernel):
+@pytest.mark.parametrize("reference", [False, True], ids=["kernel", "reference"])
+def test_an_empty_entity_array_draws_the_frame_of_no_entities(reference):
     grid, light, _ = terrain_scene(6)
-    r = renderer(width=24, height=16, kernel=kernel)
+    r = renderer(reference, width=24, height=16)
     eye = np.array([15.2, 11.7, 15.9])
     expected = r.render(grid, eye, 200.0, 20.0, light=light)
     none = np.zeros((0, len(ENTITY_BOX_FIELDS)))
@@ -296,35 +296,6 @@ def test_rendering_is_deterministic():
     assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 3
 
 
-def test_voxel_crop_is_laid_out_z_y_x_around_the_centre_node():
-    grid = np.arange(10 * 11 * 12, dtype=np.uint16).reshape(10, 11, 12)
-    crop = crop_voxels(grid, center=(5, 5, 5), radii=(2, 1, 3))
-    assert crop.shape == (7, 3, 5) and crop.dtype == np.uint16
-    assert crop[3, 1, 2] == grid[5, 5, 5]
-    assert crop[3 + 3, 1 + 1, 2 + 1] == grid[6, 6, 8]
-    assert crop[0, 0, 0] == grid[3, 4, 2]
-
-
-def test_voxel_crop_fills_outside_the_grid_with_ignore():
-    grid = np.full((4, 4, 4), STONE, dtype=np.uint16)
-    crop = crop_voxels(grid, center=(0, 0, 0), radii=(1, 1, 1))
-    assert crop[1, 1, 1] == STONE and crop[2, 2, 2] == STONE
-    assert crop[0, 1, 1] == IGNORE_ID and crop[1, 0, 1] == IGNORE_ID and crop[1, 1, 0] == IGNORE_ID
-    assert (crop_voxels(grid, center=(50, 0, 0), radii=(1, 1, 1)) == IGNORE_ID).all()
-
-
-def test_voxel_crop_honours_the_grid_origin():
-    grid = np.zeros((5, 5, 5), dtype=np.uint8)
-    grid[2, 3, 4] = 9
-    crop = crop_voxels(grid, center=(-8, -7, -6), radii=(0, 0, 0), origin=(-10, -10, -10), fill=0)
-    np.testing.assert_array_equal(crop, [[[9]]])
-
-
-def test_node_at_rounds_like_luanti():
-    assert node_at(np.array([0.49, -0.5, 1.5])) == (0, 0, 2)
-    assert node_at(np.array([-0.51, 2.0, -1.49])) == (-1, 2, -1)
-
-
 def terrain_scene(seed):
     """A 32×16×32 hilly world with pillars, random light, two entities and a far camera."""
     rng = np.random.default_rng(seed)
@@ -352,11 +323,11 @@ def terrain_scene(seed):
         {"face_shading": False, "fog_start": 0.0, "view_distance": 20.0},
     ],
 )
-def test_numba_and_numpy_kernels_draw_identical_frames(options):
+def test_kernel_draws_the_frames_of_the_numpy_reference(options):
     grid, light, entities = terrain_scene(0)
     rng = np.random.default_rng(1)
-    numba_renderer = renderer(width=40, height=24, kernel="numba", **options)
-    numpy_renderer = renderer(width=40, height=24, kernel="numpy", **options)
+    numba_renderer = renderer(width=40, height=24, **options)
+    numpy_renderer = renderer(reference=True, width=40, height=24, **options)
     eyes = [np.array([15.2, 11.7, 15.9]), np.array([-6.0, 14.0, -4.0]), np.array([16.0, 30.0, 5.0])]
     colours = set()
     for i in range(12):
@@ -373,23 +344,6 @@ def test_numba_and_numpy_kernels_draw_identical_frames(options):
     assert len(colours) > 20
 
 
-def test_kernel_option_is_checked_and_resolved():
-    assert renderer(kernel="numpy").kernel == "numpy"
-    assert renderer(kernel="auto").kernel == "numba"
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        RenderOptions(kernel="cuda")
-
-
-def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
-    grid = np.full((3, 3, 3), STONE, dtype=np.uint16)
-    light = np.arange(27, dtype=np.uint8).reshape(3, 3, 3)
-    param2 = np.full((3, 3, 3), 5, dtype=np.uint8)
-    info = crop_voxel_info(grid, light, param2, center=(2, 1, 1), radii=(1, 0, 0))
-    assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
-    np.testing.assert_array_equal(info[0, 0, 0], [STONE, light[1, 1, 1], 5])
-    np.testing.assert_array_equal(info[0, 0, 2], [IGNORE_ID, 0, 0])
-
-
 def test_top_row_is_the_highest_row_holding_a_visible_node():
     r = renderer()
     grid = empty_grid()
@@ -399,10 +353,10 @@ def test_top_row_is_the_highest_row_holding_a_visible_node():
     assert r.top_row(grid) == 5
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
-def test_top_row_hint_leaves_every_frame_unchanged(kernel):
+@pytest.mark.parametrize("reference", [False, True], ids=["kernel", "reference"])
+def test_top_row_hint_leaves_every_frame_unchanged(reference):
     grid, light, entities = terrain_scene(2)
-    r = renderer(width=40, height=24, kernel=kernel, texture_strength=0.2)
+    r = renderer(reference, width=40, height=24, texture_strength=0.2)
     top = r.top_row(grid)
     assert top == 12
     rng = np.random.default_rng(3)
@@ -424,8 +378,8 @@ def test_entities_at_the_frame_edges_and_around_the_eye_match_the_reference():
     sizes = rng.uniform(0.1, 1.5, (24, 3))
     colours = rng.integers(0, 256, (24, 3))
     entities = np.column_stack([centres, sizes, colours]).astype(np.float64)
-    numba_renderer = renderer(width=32, height=32, kernel="numba", fog=False)
-    numpy_renderer = renderer(width=32, height=32, kernel="numpy", fog=False)
+    numba_renderer = renderer(width=32, height=32, fog=False)
+    numpy_renderer = renderer(reference=True, width=32, height=32, fog=False)
     drawn = set()
     for yaw in range(0, 360, 45):
         pitch = float(rng.uniform(-80.0, 80.0))
@@ -458,12 +412,12 @@ def test_heights_of_the_wrong_shape_are_refused():
         renderer().render(empty_grid(), EYE, 0.0, 0.0, heights=np.zeros((17, 16), np.int32))
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
-def test_heights_hint_leaves_every_frame_unchanged(kernel):
+@pytest.mark.parametrize("reference", [False, True], ids=["kernel", "reference"])
+def test_heights_hint_leaves_every_frame_unchanged(reference):
     grid, light, entities = terrain_scene(6)
     grid[20, 5:15, 7] = STONE  # A thin tower and a floating slab for rays rising past them.
     grid[5:9, 14, 20:24] = DIRT
-    r = renderer(width=40, height=24, kernel=kernel)
+    r = renderer(reference, width=40, height=24)
     heights = r.column_heights(grid)
     raised = heights + np.random.default_rng(8).integers(0, 3, heights.shape).astype(np.int32)
     rng = np.random.default_rng(7)
@@ -491,12 +445,12 @@ def test_numba_kernel_stops_rising_rays_at_the_heights_hint():
     grid[8, 12, 12] = STONE  # A floating block ahead of the eye, 45° up.
     low = np.full((17, 17), -1, dtype=np.int32)
     up = {"yaw": 0.0, "pitch": -45.0}
-    numba = renderer(kernel="numba")
+    numba = renderer()
     assert (centre(numba.render(grid, EYE, **up)) != SKY).any()
     assert (centre(numba.render(grid, EYE, heights=numba.column_heights(grid), **up)) != SKY).any()
     # A height below the truth hides what stands above it; the reference ignores the hint.
     np.testing.assert_array_equal(centre(numba.render(grid, EYE, heights=low, **up)), SKY)
-    numpy = renderer(kernel="numpy")
+    numpy = renderer(reference=True)
     assert (centre(numpy.render(grid, EYE, heights=low, **up)) != SKY).any()
 
 
@@ -506,7 +460,7 @@ def test_heights_hint_keeps_a_tower_just_across_the_plus_x_axis():
     grid = empty_grid()
     grid[3, 0:11, 6:8] = STONE
     eye = np.array([-4.5, 2.0, 7.5])
-    r = renderer(width=24, height=24, kernel="numba")
+    r = renderer(width=24, height=24)
     heights = r.column_heights(grid)
     for yaw in (255.0, 260.0, 265.0, 270.0):
         expected = r.render(grid, eye, yaw, -20.0)

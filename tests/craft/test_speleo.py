@@ -1,10 +1,10 @@
-"""Speleo: the torch-lit cave, reward −y per step, death by lava (spec craft.md §4)."""
+"""Speleo: the torch-lit cave, reward −y per step, death by lava."""
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from omnigym.agents.scripted.speleo import SpeleoScripted, descent_path
+from omnigym.agents.craft.speleo import SpeleoScripted, descent_path
 from omnigym.envs.craft.engine import node_at
 from omnigym.envs.craft.tasks.base import shared_materials, task_table
 from omnigym.envs.craft.tasks.speleo import CaveParams, SpeleoTask, carve_cave

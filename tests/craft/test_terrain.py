@@ -1,4 +1,4 @@
-"""Tests of the seeded terrain generator (spec craft.md §2, §4 ChopTree and OpenWorld)."""
+"""Tests of the seeded terrain generator: ChopTree's forest and OpenWorld's world."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""NueToEnuVoxelObs: the (east, north, up) view of spec craft.md §3.2's table."""
+"""NueToEnuVoxelObs: the (east, north, up) view of the table in ``wrappers.py``."""
 
 import numpy as np
 import pytest

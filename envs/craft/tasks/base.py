@@ -5,8 +5,8 @@ rewards and terminations. Here a task is a small class: ``build_world`` makes th
 (cached by the environment per map seed), ``reset`` spawns the players and entities of an episode
 from the simulation's generator, ``frame`` scores one frame from its events, ``end_step`` adds the
 per-step reward and says whether the episode is over, and ``final_info`` gives the final step's
-``success``, ``normalized_score`` and ``metrics`` (DESIGN §2). Numbers that are data (episode
-length, actions, score range, task parameters) live in ``data/tasks/*.yaml``.
+``success``, ``normalized_score`` and ``metrics`` (the keys omnigym's evaluators read). Numbers that
+are data (episode length, actions, score range, task parameters) live in ``data/tasks/*.yaml``.
 """
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ class Task:
         raise NotImplementedError
 
     def metrics(self, sim: CraftSim) -> dict[str, float]:
-        """Final-step metrics (spec §4: the ones that apply to the task)."""
+        """Final-step metrics: of ``trunks_dug``, ``kills``, ``damage_taken``, ``min_y``,
+        ``distance`` and ``rounds_cleared``, those that apply to the task."""
         avatar = sim.avatars[0]
         return {
             "damage_taken": float(avatar.damage_taken),
@@ -183,7 +184,7 @@ class Task:
         return float(score["lo"]), float(score["hi"])
 
     def final_info(self, sim: CraftSim, episode_return: float) -> dict[str, Any]:
-        """The DESIGN §2 keys of the final step."""
+        """The final step's ``success``, ``normalized_score`` and ``metrics``."""
         return {
             "success": bool(self.success(sim)),
             "normalized_score": self.normalized_score(episode_return),

@@ -1,6 +1,6 @@
 """Craftium's ``ChopTree``: fell trunk nodes in a dense forest with a steel axe.
 
-Follows Craftium's chop-tree task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's chop-tree task (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **World**: ``terrain.generate_forest`` (48×32×48 nodes of rolling grass hills under a dense
   forest of minetest_game's five tree kinds). The ``seed`` kwarg is the forest's seed; None
@@ -10,19 +10,19 @@ Follows Craftium's chop-tree task (Malagón, Ceberio, Lozano, ICML 2025; spec cr
   with the episode's generator, so episodes differ by reset seed. It wields a steel axe
   (``default:axe_steel``) in hotbar slot 1 and holds nothing else.
 
-Actions (after the no-op): forward, jump, dig, mouse x+, mouse x−, mouse y+, mouse y− with
-``mouse_mov`` 0.5. Reward +1 for every trunk node dug: every node whose name contains ``tree``
-(``default:tree``, ``jungletree``, ``pine_tree``, ``acacia_tree``, ``aspen_tree``), summed over
-the frames of a step. A trunk node of group ``choppy=2`` (apple, jungle, acacia) takes 1.4 s =
-280 frames with the steel axe at the default 200 FPS; pine and aspen (``choppy=3``) take 1.0 s.
-The episode terminates when the player dies (damage on: falls); truncation after 2000 steps.
-Success: at least one trunk node dug. ``info["task"]``: ``trunks_dug``; final ``metrics``:
-``trunks_dug``, ``damage_taken``, ``distance``, ``min_y``. Score range: 0 to the mean return of
-the scripted chopper (``agents/scripted/chop_tree.py``).
+Actions (after the no-op) and ``mouse_mov``: ``data/tasks/chop_tree.yaml`` (``Discrete(8)``). Reward
++1 for every trunk node dug: every node whose name contains ``tree`` (``default:tree``,
+``jungletree``, ``pine_tree``, ``acacia_tree``, ``aspen_tree``), summed over the frames of a step. A
+trunk node of group ``choppy=2`` (apple, jungle, acacia) takes 1.4 s = 280 frames with the steel axe
+at the default 200 FPS; pine and aspen (``choppy=3``) take 1.0 s. The episode terminates when the
+player dies (damage on: falls); truncation after 2000 steps. Success: at least one trunk node dug.
+``info["task"]``: ``trunks_dug``; final ``metrics``: ``trunks_dug``, ``damage_taken``, ``distance``,
+``min_y``. Score range: 0 to the mean return of the scripted chopper
+(``agents/craft/chop_tree.py``).
 
-Departures from Craftium: its forest is a shipped Luanti map; this one is generated (spec §4).
-Craftium's map fixes the spawn pose; here the yaw is drawn from the episode's generator (see
-above), the only thing the reset seed changes, so that seeds give different episodes (DESIGN §2).
+Departures from Craftium: its forest is a shipped Luanti map; this one is generated. Craftium's map
+fixes the spawn pose; here the yaw is drawn from the episode's generator (see above), the only thing
+the reset seed changes, so that seeds give different episodes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Craftium's ``MultiAgentCombat``: players punch each other bare-handed in a walled arena.
 
-Follows Craftium's multi-agent combat task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md
-§6). The environment is ``multi.CraftParallelEnv`` (PettingZoo); this module holds the rules.
+Follows Craftium's multi-agent combat task (Malagón, Ceberio, Lozano, ICML 2025). The environment is
+``multi.CraftParallelEnv`` (PettingZoo); this module holds the rules.
 
 - **World**: a 16×17 arena on flat ground, open to the sky (lit by the sun), with walls of
   ``default:stonebrick`` four nodes high on a ``default:stone`` floor whose top face is at
@@ -29,8 +29,8 @@ Departures from Craftium:
   the hp would never fall and the termination could never fire.
 - Craftium gives −0.1 to every player other than the hitter; here only the victim gets it (the
   same with two players).
-- Players are stepped simultaneously, not one after the other (spec §9); Luanti's knockback of a
-  punched player is not modelled.
+- Players are stepped simultaneously, not one after the other, so that neither moves first; Luanti's
+  knockback of a punched player is not modelled.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class CombatTask(Task):
         }
 
     def final_info(self, sim: CraftSim, episode_return: float, player: int = 0) -> dict:
-        """The DESIGN §2 keys of the final step, for ``player``."""
+        """The final step's ``success``, ``normalized_score`` and ``metrics`` for ``player``."""
         return {
             "success": self.success(sim, player),
             "normalized_score": self.normalized_score(episode_return),

@@ -1,7 +1,7 @@
 """Craftium's ``OpenWorld``: survive, hunt and climb the tools track in a generated world.
 
-Follows Craftium's open-world task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4,
-§4.1) and, for the achievements and their score, Crafter (Hafner, ICLR 2022).
+Follows Craftium's open-world task (Malagón, Ceberio, Lozano, ICML 2025) and, for the achievements
+and their score, Crafter (Hafner, ICLR 2022).
 
 - **World**: ``terrain.generate_open_world`` (256×80×256, biomes, trees, ores at depth, caves,
   still water), from the map seed (``seed`` kwarg; None is ``rules.canonical_seed``). The player
@@ -18,17 +18,17 @@ Follows Craftium's open-world task (Malagón, Ceberio, Lozano, ICML 2025; spec c
   ``"per_kill"`` (Craftium's documentation) pays 16/32/64/128 for a chicken/sheep/pig/cow and
   32/64/128/256 for monster tiers a–d.
 - **Episode end**: death terminates; truncation after 10 000 steps. Success: diamond stage.
-- **Achievements** (§4.1): the twenty names of ``ACHIEVEMENTS``, counted Crafter's way (unlocks
-  this episode), under ``info()["achievements"]`` and in ``final_info``.
+- **Achievements**: the twenty names of ``ACHIEVEMENTS``, counted Crafter's way (unlocks this
+  episode), under ``info()["achievements"]`` and in ``final_info``.
 
 All numbers are in ``data/tasks/open_world.yaml`` under ``rules``.
 
-Departures from Craftium: VoxeLibre's animals and mobs_monster species are replaced by the
-engine's own kinds (§9); stage tool sets keep the torches the player still carries, so
-``place_torch`` stays possible after the first stage; the light grid is not updated by digging
-or placing (torches placed by the player do not light their surroundings); the sky keeps its
-day colour at night; animals do not respawn. Frame rules read only the frame's events, and
-spawning samples a few cells around the player from the height map, so no rule scans the grid.
+Departures from Craftium: VoxeLibre's animals and mobs_monster species are replaced by the engine's
+own kinds; stage tool sets keep the torches the player still carries, so ``place_torch`` stays
+possible after the first stage; the light grid is not updated by digging or placing (torches placed
+by the player do not light their surroundings); the sky keeps its day colour at night; animals do
+not respawn. Frame rules read only the frame's events, and spawning samples a few cells around the
+player from the height map, so no rule scans the grid.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ ACHIEVEMENTS = (
     "defeat_monster_d",
     "survive_night",
 )
-"""OpenWorld's achievements (spec §4.1), in the spec's order."""
+"""OpenWorld's twenty achievements, in the order of ``info["achievements"]``."""
 HUNT_REWARDS = ("per_punch", "per_kill")
 TORCH = "default:torch"
 SURFACE_CACHE_SIZE = 8

@@ -1,12 +1,12 @@
 """Craftium's ``ProcDungeons``: find the objective in a dungeon built from an ASCII map.
 
-Follows Craftium's procedural-dungeons environment (Malagón, Ceberio, Lozano, ICML 2025; spec
-craft.md §4 and §5). The world is the map of ``minetest_conf["ascii_map"]`` (format in
-``dungeons.py``) standing on flat ground: ``#`` is ``wall_material``, ``%`` a glass ceiling,
-``@`` the player, ``O`` the objective and ``a``–``d`` monsters of tiers a–d.
+Follows Craftium's procedural-dungeons environment (Malagón, Ceberio, Lozano, ICML 2025). The world
+is the map of ``minetest_conf["ascii_map"]`` (format in ``dungeons.py``) standing on flat ground:
+``#`` is ``wall_material``, ``%`` a glass ceiling, ``@`` the player, ``O`` the objective and
+``a``–``d`` monsters of tiers a–d.
 
-- **Actions** (after the no-op): forward, left, right, jump, dig, mouse x+, mouse x−, mouse y+,
-  mouse y− (``Discrete(10)``), ``mouse_mov`` 0.1.
+- **Actions** (after the no-op) and ``mouse_mov``: ``data/tasks/proc_dungeons.yaml``
+  (``Discrete(10)``).
 - **Observation**: 64×64 RGB first-person frames.
 - **Starting state**: the player stands on the cell of ``@`` facing +z (rows grow along +z),
   wielding a steel sword; a ``objective_item`` item entity (``default:diamond``) drawn at twice
@@ -27,10 +27,9 @@ carved in a steel block, joined by a diagonal corridor, one tier-b monster besid
 the far room, a glass ceiling; its maximum return is 10.5.
 
 Departures from Craftium: monster tiers are this project's own kinds instead of mobs_monster
-species (§9); the world depends only on the map and the wall material, so the ``seed`` kwarg
-(Craftium's engine seed) and ``options["world_seed"]`` leave it unchanged; a bad map raises
-``ValueError`` naming the line and column when the environment is made, where Craftium fails
-inside its engine.
+species; the world depends only on the map and the wall material, so the ``seed`` kwarg (Craftium's
+engine seed) and ``options["world_seed"]`` leave it unchanged; a bad map raises ``ValueError``
+naming the line and column when the environment is made, where Craftium fails inside its engine.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Craftium's ``Room`` and ``SmallRoom``: walk to the orange block in a closed room.
 
-Follows Craftium's room tasks (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's room tasks (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **Room**: a closed room whose interior spans x ∈ [−13.2, 4.2], z ∈ [−24.2, −0.8]. The agent
   starts uniformly in x ∈ [−13.2, 4.2], z ∈ [−15.2, −10] at y = 6 facing +z; the target, one
@@ -10,7 +10,7 @@ Follows Craftium's room tasks (Malagón, Ceberio, Lozano, ICML 2025; spec craft.
 
 Reward −1 per step. The episode terminates when the horizontal squared distance between the
 agent and the target is below 5.0 (Room) or 3.0 (SmallRoom); truncation after 1000 / 500 steps.
-Actions (after the no-op): forward, mouse x+, mouse x− with ``mouse_mov`` 0.5.
+Actions (after the no-op) and ``mouse_mov``: ``data/tasks/room.yaml`` (``Discrete(4)``).
 
 Departures: Craftium's rooms are shipped map files; these are built from their published
 coordinates (walls of ``default:stonebrick``, floor of ``default:stone``, lit by sunlight). The

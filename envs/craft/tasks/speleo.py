@@ -1,6 +1,6 @@
 """Craftium's ``Speleo``: go as deep as possible in a closed, torch-lit cave.
 
-Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **World**: a cave carved in stone (``default:stone``), closed on every side, lit only by
   torches (``default:torch``, light 12) and a lava pool. It winds down from an entrance chamber
@@ -14,20 +14,20 @@ Follows Craftium's speleology task (Malagón, Ceberio, Lozano, ICML 2025; spec c
 - **Start**: Craftium's spawn (24.3, 5.5, −36.3) in the entrance chamber, pitch 0, yaw drawn
   uniformly from [0, 360) with the episode's generator (the only thing a reset seed changes).
 
-Actions (after the no-op): forward, jump, mouse x+, mouse x−, mouse y+, mouse y− with
-``mouse_mov`` 0.5. Reward −(player y) on every step (Craftium's per-step reward, given once per
-step), so the deeper the player stands the more it earns. The episode terminates when the player
-dies (a fall, lava); truncation after 500 steps. Success: the feet reached the lowest two node
-layers of the cave (y below the deepest floor's top + 2). ``info["task"]``: ``y``, ``min_y``;
-final ``metrics``: ``min_y``, ``damage_taken``, ``distance``. Score range: the mean returns of
-the no-op policy and of the scripted descender (``agents/scripted/speleo.py``).
+Actions (after the no-op) and ``mouse_mov``: ``data/tasks/speleo.yaml`` (``Discrete(7)``). Reward
+−(player y) on every step (Craftium's per-step reward, given once per step), so the deeper the
+player stands the more it earns. The episode terminates when the player dies (a fall, lava);
+truncation after 500 steps. Success: the feet reached the lowest two node layers of the cave (y
+below the deepest floor's top + 2). ``info["task"]``: ``y``, ``min_y``; final ``metrics``:
+``min_y``, ``damage_taken``, ``distance``. Score range: the mean returns of the no-op policy and of
+the scripted descender (``agents/craft/speleo.py``).
 
 Departures from Craftium:
 
 - Craftium's cave is a shipped Luanti map with natural shapes; this one is generated from the
   published endpoints (spawn and depth range) and is made of straight legs.
-- The spawn yaw is drawn from the episode's generator so that the reset seed changes the
-  episode (DESIGN §2); Craftium's map fixes the spawn pose.
+- The spawn yaw is drawn from the episode's generator so that the reset seed changes the episode;
+  Craftium's map fixes the spawn pose.
 - At Craftium's default ``frameskip=1`` with ``fps_max=200`` an episode lasts 2.5 s of game
   time. With the published gravity and fall damage no body descends 30 nodes that fast and
   lives (harmless drops of 5 nodes take 0.7 s each, so 4.3 s for the depth; a free fall of 30

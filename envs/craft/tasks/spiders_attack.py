@@ -1,6 +1,6 @@
 """Craftium's ``SpidersAttack``: survive and kill five rounds of spiders in a walled cage.
 
-Follows Craftium's spiders task (Malagón, Ceberio, Lozano, ICML 2025; spec craft.md §4).
+Follows Craftium's spiders task (Malagón, Ceberio, Lozano, ICML 2025).
 
 - **World**: a 20×20 cage on flat ground, open to the sky (lit by the sun), with walls of
   ``default:stonebrick`` four nodes high on a ``default:stone`` floor whose top face is at
@@ -32,8 +32,8 @@ Departures from Craftium:
   task declares ``enable_damage = false``, and whether the setting takes effect there is not
   established; without damage the death termination could never fire.
 - Craftium's spider declares ``armor = 200``, under which Luanti doubles the damage it takes, so
-  three steel-sword punches kill it there; with the spec's hp 25 and the sword's 6 damage it
-  takes five here.
+  three steel-sword punches kill it there; with the hp 25 of ``data/mobs.yaml`` and the sword's 6
+  damage it takes five here.
 
 Timing: the 15 kills need 75 punches at least 0.8 s apart (one sword, whatever the target), about
 60 s of game time plus five spawn delays. At ``frameskip=1`` and ``fps_max=200`` the 4000 steps

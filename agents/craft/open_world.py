@@ -1,4 +1,4 @@
-"""Scripted controller for Craft's ``OpenWorld`` (spec craft.md §4): chop, then dig down.
+"""Scripted controller for Craft's ``OpenWorld``: chop, then dig down.
 
 Reads the simulator (``env.unwrapped.sim``), as scripted controllers may. Before the wood stage
 it walks to the nearest trunk node (lowest first), turns its camera onto it and holds ``dig``
