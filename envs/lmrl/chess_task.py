@@ -97,8 +97,6 @@ OPPONENT_TEMPERATURE_CP = 100.0
 OPPONENT_EPSILON = 0.05
 """The opponent's defaults (spec §3.4): node limit, MultiPV, softmax temperature, random moves."""
 
-ORACLE_NODES = {"chess": 5_000, "endgames": 10_000}
-"""Stockfish's node limit per move when it plays the oracle (the opponent searches 1,000)."""
 CLASSICAL_EVAL_TASKS = frozenset({"endgames"})
 """Tasks whose Stockfish players (not the opponent) use Stockfish 15.1's classical evaluation:
 its rule for a lone king (drive it to the edge, bring the kings together) mates in a fraction of
@@ -473,7 +471,7 @@ def fallback_top_moves(board: chess.Board, depth: int, count: int) -> list[tuple
 # -- the environments -------------------------------------------------------------------------
 
 
-def _require_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+def require_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if high is not None and value > high:
@@ -545,8 +543,8 @@ class ChessEnv(TextTaskEnv):
     ) -> None:
         self._chess = import_chess()
         require_choice("opponent", opponent, OPPONENTS)
-        self.opponent_nodes = _require_int("opponent_nodes", opponent_nodes, 1)
-        self.opponent_top_k = _require_int("opponent_top_k", opponent_top_k, 1)
+        self.opponent_nodes = require_int("opponent_nodes", opponent_nodes, 1)
+        self.opponent_top_k = require_int("opponent_top_k", opponent_top_k, 1)
         temperature = require_finite_number("opponent_temperature_cp", opponent_temperature_cp)
         if temperature <= 0:
             raise ValueError(f"opponent_temperature_cp must be > 0, got {temperature!r}")
@@ -554,7 +552,7 @@ class ChessEnv(TextTaskEnv):
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"opponent_epsilon must be in [0, 1], got {epsilon!r}")
         if opponent_skill_level is not None:
-            opponent_skill_level = _require_int("opponent_skill_level", opponent_skill_level, 0, 20)
+            opponent_skill_level = require_int("opponent_skill_level", opponent_skill_level, 0, 20)
         self.opponent_temperature_cp, self.opponent_epsilon = temperature, epsilon
         self.opponent_skill_level = opponent_skill_level
         self.stockfish_path = find_stockfish(stockfish_path) if opponent == "stockfish" else None
@@ -755,10 +753,10 @@ class EndgamesEnv(ChessEnv):
         return board
 
 
-# -- agents -----------------------------------------------------------------------------------
+# -- Stockfish players: the oracle's tools and the behaviour policies ------------------------
 
 
-class _GameFollower:
+class GameFollower:
     """A player's own copy of the game, with its move history, rebuilt from what it is shown:
     its last move, ``info["opponent_move"]`` and the FEN of the observation (which wins when
     they disagree). The history lets Stockfish see repetitions that a bare FEN hides."""
@@ -785,7 +783,7 @@ class _GameFollower:
         return self.board.san(move)
 
 
-def _stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> StockfishProcess:
+def stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> StockfishProcess:
     """The agent's own Stockfish: ``stockfish_path``, else the binary the environment was
     configured with, else the usual search (:func:`find_stockfish`)."""
     configured = getattr(getattr(env, "unwrapped", None), "stockfish_path", None)
@@ -795,41 +793,12 @@ def _stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> Stockfis
             f"{agent} plays with Stockfish: install Debian's stockfish package or pass "
             "stockfish_path="
         )
-    return StockfishProcess(path, classical_eval=_task_of(env) in CLASSICAL_EVAL_TASKS)
+    return StockfishProcess(path, classical_eval=task_of(env) in CLASSICAL_EVAL_TASKS)
 
 
-def _task_of(env: Any) -> str:
+def task_of(env: Any) -> str:
+    """``"chess"`` or ``"endgames"``: the task of the environment a player is given."""
     return getattr(getattr(env, "unwrapped", None), "task", "chess")
-
-
-class ChessOracle:
-    """Stockfish playing White at a clearly stronger setting than the opponent.
-
-    Plays Stockfish's best move after ``nodes`` nodes (:data:`ORACLE_NODES`: 5,000 on Chess;
-    10,000 on Endgames, with the classical evaluation of :data:`CLASSICAL_EVAL_TASKS`), against
-    the opponent's 1,000 nodes with noise, and answers in SAN. It reads only the FEN of the
-    observation and ``info`` (its turn and the opponent's last reply, which give Stockfish the
-    game's history); it starts a new game at every ``info["turn"] == 0``, so with one Stockfish
-    thread it is deterministic. ``stockfish_path`` defaults to the environment's binary (without
-    one it raises ``RuntimeError``). ``close()`` quits its engine, as collecting the agent does.
-    """
-
-    def __init__(
-        self, env: Any = None, nodes: int | None = None, stockfish_path: str | None = None
-    ) -> None:
-        task = _task_of(env)
-        self.nodes = _require_int("nodes", ORACLE_NODES[task] if nodes is None else nodes, 1)
-        self._stockfish = _stockfish_for("ChessOracle", env, stockfish_path)
-        self._game = _GameFollower()
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        if info["turn"] == 0:
-            self._stockfish.new_game()
-        board = self._game.follow(observation, info)
-        return self._game.play(self._stockfish.best_move(board, self.nodes))
-
-    def close(self) -> None:
-        self._stockfish.close()
 
 
 class ChessBehaviour(ScriptedBehaviour):
@@ -848,8 +817,8 @@ class ChessBehaviour(ScriptedBehaviour):
 
     def __init__(self, env: Any, stockfish_path: str | None = None) -> None:
         super().__init__(env)
-        self._player = self._make_player(_stockfish_for(type(self).__name__, env, stockfish_path))
-        self._game = _GameFollower()
+        self._player = self._make_player(stockfish_for(type(self).__name__, env, stockfish_path))
+        self._game = GameFollower()
 
     def _make_player(self, stockfish: Any) -> WeakenedPlayer:
         return WeakenedPlayer(

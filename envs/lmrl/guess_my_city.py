@@ -1,10 +1,10 @@
-"""LMRL-Gym's Guess My City with a rule-based answerer, its oracle and its dataset behaviour.
+"""LMRL-Gym's Guess My City with a rule-based answerer and its dataset behaviour.
 
 Follows the Guess My City task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): the
 agent asks about a hidden city, one of 100 of the world's most populous, and pays −1 per
 question until it names the city, within 20 questions. Unlike Twenty Questions it may also ask
-open questions ("What is the weather like?"). The question rules, parser, oracle and behaviour
-mixture are shared with Twenty Questions in ``questions.py``; this module turns the city
+open questions ("What is the weather like?"). The question rules, parser, greedy questioner and
+behaviour mixture are shared with Twenty Questions in ``questions.py``; this module turns the city
 knowledge base (``data/cities.yaml``) into yes/no attributes and templated open answers.
 
 Yes/no attributes come from every field: continent, region, country, hemispheres, coast, river,
@@ -30,7 +30,6 @@ import yaml
 
 from omnigym.envs.lmrl.questions import (
     Attribute,
-    InformationGainOracle,
     KnowledgeBase,
     OpenRoute,
     QuestionBehaviour,
@@ -250,12 +249,6 @@ class GuessMyCityEnv(QuestionGameEnv):
     observation_max_length = 16384
     score_id = "LMRL/GuessMyCity-v0"
     evaluation_episodes = 100
-    knowledge = staticmethod(load_cities)
-
-
-class GuessMyCityOracle(InformationGainOracle):
-    """Greedy information-gain questioner over the cities, yes/no questions only."""
-
     knowledge = staticmethod(load_cities)
 
 

@@ -1,10 +1,11 @@
-"""LMRL-Gym's Twenty Questions with a rule-based answerer, its oracle and its dataset behaviour.
+"""LMRL-Gym's Twenty Questions with a rule-based answerer and its dataset behaviour.
 
 Follows the Twenty Questions task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232):
 the agent asks yes/no questions about a hidden object drawn from 158 objects in 17 categories
 and pays −1 per question until it names the object, within 20 questions. The question rules,
-parser, oracle and behaviour mixture are shared with Guess My City in ``questions.py``; this
-module only reads the knowledge base (``data/objects.yaml``) and names the classes.
+parser, greedy questioner and behaviour mixture are shared with Guess My City in
+``questions.py``; this module only reads the knowledge base (``data/objects.yaml``) and names
+the classes.
 
 Departures from LMRL-Gym: the answerer is rule-based over a knowledge base of 72 boolean
 attributes per object (LMRL uses a fine-tuned language model; spec §3.6 asks for about 40,
@@ -23,7 +24,6 @@ import yaml
 
 from omnigym.envs.lmrl.questions import (
     Attribute,
-    InformationGainOracle,
     KnowledgeBase,
     QuestionBehaviour,
     QuestionGameEnv,
@@ -123,12 +123,6 @@ class TwentyQuestionsEnv(QuestionGameEnv):
     observation_max_length = 8192
     score_id = "LMRL/TwentyQuestions-v0"
     evaluation_episodes = 158
-    knowledge = staticmethod(load_objects)
-
-
-class TwentyQuestionsOracle(InformationGainOracle):
-    """Greedy information-gain questioner over the objects knowledge base (``questions.py``)."""
-
     knowledge = staticmethod(load_objects)
 
 

@@ -10,13 +10,13 @@ from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.test.seed_test import check_environment_deterministic
 
 import omnigym
+from omnigym.agents.lmrl.car_dealer import CarDealerOracle
 from omnigym.envs.lmrl.car_dealer import (
     BuyerProfile,
     CarDealerBehaviour,
     CarDealerDuoAECEnv,
     CarDealerDuoParallelEnv,
     CarDealerEnv,
-    CarDealerOracle,
     load_data,
     readable,
 )

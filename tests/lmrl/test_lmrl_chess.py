@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.chess_task import ChessOracle
 from omnigym.envs.lmrl import chess_task
 from omnigym.envs.lmrl.chess_task import (
     CHESS_LADDER_NODES,
@@ -27,7 +28,6 @@ from omnigym.envs.lmrl.chess_task import (
     MAX_AGENT_MOVES,
     OPPONENT_CODES,
     ChessEnv,
-    ChessOracle,
     EndgamesBehaviour,
     EndgamesEnv,
     eval_positions,

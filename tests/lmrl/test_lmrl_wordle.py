@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.wordle import WordleOracle
 from omnigym.envs.lmrl.normalization import load_constants, normalize
 from omnigym.envs.lmrl.wordle import (
     FEEDBACK_TEXT,
     WordleEnv,
-    WordleOracle,
     feedback_table,
     guess_index,
     word_lists,

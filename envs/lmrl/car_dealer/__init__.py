@@ -44,19 +44,20 @@ Departures from LMRL-Gym:
 - ``LMRL/CarDealerDuo-v0`` (ours; LMRL's buyer is always a simulator): the buyer decides in its
   own words, read with the ``decision`` patterns of the data file.
 
-Agents (:mod:`.agents`): :class:`CarDealerBehaviour`, the dataset policy, mixes three scripted
-seller styles; :class:`CarDealerOracle` plays the same styles, picked for the buyer at hand, and
-prices from what the buyer has said, never from the hidden profile.
+The scripted seller (:mod:`.agents`): :class:`CarDealerBehaviour`, the dataset policy, mixes
+three scripted seller styles; the oracle (:mod:`omnigym.agents.lmrl.car_dealer`) plays the same
+styles, picked for the buyer at hand, and prices from what the buyer has said, never from the
+hidden profile. The dataset policy is the task's data generator and stays with the task.
 
 The buyer's rules are written by hand because they are the task itself; no library models a
 car buyer.
 
 Modules: :mod:`.data` (the data file and the text helpers), :mod:`.buyer` (profile, negotiation,
-scripted buyer), :mod:`.env` (:class:`CarDealerEnv`), :mod:`.agents` (the scripted sellers
-:class:`CarDealerBehaviour` and :class:`CarDealerOracle`) and :mod:`.duo` (the two-agent forms).
+scripted buyer), :mod:`.env` (:class:`CarDealerEnv`), :mod:`.agents` (the scripted seller's
+pieces and :class:`CarDealerBehaviour`) and :mod:`.duo` (the two-agent forms).
 """
 
-from .agents import BuyerReading, CarDealerBehaviour, CarDealerOracle, seller_line
+from .agents import BuyerReading, CarDealerBehaviour, offer_line, seller_line
 from .buyer import REWARD_MODES, BuyerProfile, Decision, Heard, Negotiation, ScriptedBuyer
 from .data import (
     DATA_PATH,
@@ -82,7 +83,6 @@ __all__ = [
     "CarDealerDuoAECEnv",
     "CarDealerDuoParallelEnv",
     "CarDealerEnv",
-    "CarDealerOracle",
     "Decision",
     "Heard",
     "KeywordIndex",
@@ -93,6 +93,7 @@ __all__ = [
     "TextObservation",
     "load_data",
     "money",
+    "offer_line",
     "readable",
     "seller_line",
     "words",
