@@ -8,7 +8,7 @@ python-chess (``chess``, GPL-3.0, the optional extra ``chess``, imported only wh
 or agent is built); the opponent is Debian's ``stockfish`` binary driven through python-chess's
 UCI engine API (1 thread, 16 MB hash, a new game at every reset).
 
-Departures from LMRL-Gym (spec ``lmrl.md`` §3.4, §3.5):
+Departures from LMRL-Gym (``docs/lmrl.md``):
 
 - **Opponent strength.** LMRL asked Stockfish for Elo 1200, which Stockfish 15.1 cannot give
   (its ``UCI_Elo`` floor is 1350) and which is weakened through a time-seeded random choice. Here
@@ -38,8 +38,8 @@ Departures from LMRL-Gym (spec ``lmrl.md`` §3.4, §3.5):
   15.1's classical evaluation) the opponent's nodes, without noise. The Chess behaviour policy
   plays the opponent's own recipe at a node limit drawn per game from a ladder around the
   opponent's (LMRL: Stockfish at Elo 800–1600 against Elo 1200); the Endgames one is ε-greedy
-  (LMRL's). Datasets default to 200 games per task (LMRL: 625k and 97.8k; spec §4: 5,000 and
-  10,000) and the Chess oracle's normalized 100 to 100 games (LMRL: 1,000; spec §3.4: 200), so
+  (LMRL's). Datasets default to 200 games per task (LMRL: 625k and 97.8k) and the Chess
+  oracle's normalized 100 to 100 games (LMRL: 1,000), so
   that recomputing both tasks' normalization constants takes about 6 minutes (4 for Chess, 2 for
   Endgames) on two cores with Debian's Stockfish 15.1.
 
@@ -95,7 +95,7 @@ OPPONENT_NODES = 1_000
 OPPONENT_TOP_K = 3
 OPPONENT_TEMPERATURE_CP = 100.0
 OPPONENT_EPSILON = 0.05
-"""The opponent's defaults (spec §3.4): node limit, MultiPV, softmax temperature, random moves."""
+"""The opponent's defaults: node limit, MultiPV, softmax temperature, chance of a random move."""
 
 CLASSICAL_EVAL_TASKS = frozenset({"endgames"})
 """Tasks whose Stockfish players (not the opponent) use Stockfish 15.1's classical evaluation:
@@ -110,10 +110,10 @@ ENDGAMES_EPSILON_WEIGHTS = (0.2, 0.2, 0.6)
 """... with these probabilities, tuned so the dataset's success rate is near LMRL's 0.59."""
 ENDGAMES_BEHAVIOUR_NODES = 500
 DATASET_GAMES = 200
-"""Default dataset size of both tasks (LMRL: 625k Chess and 97.8k Endgames episodes; spec §4:
-5,000 and 10,000), kept small so that recomputing the normalization constants takes minutes."""
+"""Default dataset size of both tasks (LMRL: 625k Chess and 97.8k Endgames episodes), kept
+small so that recomputing the normalization constants takes minutes."""
 CHESS_EVALUATION_GAMES = 100
-"""Oracle games from the start position behind Chess's normalized 100 (LMRL: 1,000; spec: 200)."""
+"""Oracle games from the start position behind Chess's normalized 100 (LMRL: 1,000)."""
 
 
 def import_chess() -> Any:
@@ -338,7 +338,7 @@ class RandomOpponent:
 
 
 class WeakenedPlayer:
-    """Spec §3.4's deterministic weakening over a search that scores its ``top_k`` best moves:
+    """The deterministic weakening over a search that scores its ``top_k`` best moves:
     with probability ``epsilon`` a uniformly random legal move, else one of those moves drawn by
     a softmax over their centipawn scores at ``temperature_cp``. With ``skill_level`` set
     (Stockfish only) the move is Stockfish's own weakened best move instead of the softmax.
@@ -712,7 +712,7 @@ class EndgamesEnv(ChessEnv):
     As ``LMRL/Chess-v0``: the spaced FEN of the current position, ``Text(max_length=256)``.
 
     ## Rewards
-    As ``LMRL/Chess-v0``. The normalized score takes −1 as its minimum (spec §2), so an agent
+    As ``LMRL/Chess-v0``. The normalized score takes −1 as its minimum (LMRL's), so an agent
     that plays illegal moves can score below 0.
 
     ## Starting State
@@ -802,7 +802,7 @@ def task_of(env: Any) -> str:
 
 
 class ChessBehaviour(ScriptedBehaviour):
-    """The policy behind the Chess dataset (spec §4).
+    """The policy behind the Chess dataset.
 
     Stockfish playing White exactly as the opponent plays Black (top-3 softmax at 100
     centipawns, ε = 0.05) but at a node limit drawn per game from :data:`CHESS_LADDER_NODES`
@@ -847,7 +847,7 @@ class ChessBehaviour(ScriptedBehaviour):
 
 
 class EndgamesBehaviour(ChessBehaviour):
-    """The policy behind the Endgames dataset (spec §4): ε-greedy engine moves.
+    """The policy behind the Endgames dataset: ε-greedy engine moves.
 
     Each move is a uniformly random legal move with probability ε, else Stockfish's best move at
     :data:`ENDGAMES_BEHAVIOUR_NODES` nodes (classical evaluation, as the oracle), with ε drawn per

@@ -15,8 +15,8 @@ location, country, name) to answers filled from the city's fields, which never n
 or its country.
 
 Departures from LMRL-Gym: rule-based answers instead of a fine-tuned language model; the list
-includes the first city (LMRL's loader skips it); the oracle asks yes/no questions only (spec
-§3.7); running out of questions is ``terminated``.
+includes the first city (LMRL's loader skips it); the oracle asks yes/no questions only;
+running out of questions is ``terminated``.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class GuessMyCityEnv(QuestionGameEnv):
 
 
 class GuessMyCityBehaviour(QuestionBehaviour):
-    """The dataset behaviour of Guess My City: LMRL's mixture with open questions (spec §4).
+    """The dataset behaviour of Guess My City: LMRL's mixture with open questions.
 
     Weights and noise are tuned so that the dataset's success rate lands near LMRL's: over the
     default 10,000 episodes (seed 0) success 0.54 and mean return −14.5 (LMRL: 0.53, −18.8; its

@@ -260,7 +260,7 @@ class MazeEnv(TextTaskEnv):
 
 
 class MazeBehaviour(ScriptedBehaviour):
-    """Sub-maze-confined mixture of a goal-seeking solver and random moves (spec §4).
+    """Sub-maze-confined mixture of a goal-seeking solver and random moves.
 
     The episode keeps to the sub-maze (``maze.yaml``) of its start, which it reads from the
     simulator; each move is, with probability ``solver_probability``, a step of a solver that

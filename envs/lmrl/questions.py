@@ -28,7 +28,7 @@ questions. Here a rule-based simulator answers from a knowledge base (``data/obj
   The oracle of both games (:mod:`omnigym.agents.lmrl.questions`) plays it as it is; the
   behaviour policy with noise.
 - **The behaviour policy** (:class:`QuestionBehaviour`): LMRL's dataset mixture of
-  random-attribute, noisy greedy information-gain and early-guessing questioners (spec §4),
+  random-attribute, noisy greedy information-gain and early-guessing questioners,
   plus open questions where the game has them.
 
 Departures from LMRL-Gym: rule-based answers instead of a language model; the question budget
@@ -531,7 +531,7 @@ def greedy_questioner(kb: KnowledgeBase, guess_at: int = 3) -> GreedyQuestioner:
 
 
 class QuestionBehaviour(ScriptedBehaviour):
-    """LMRL's dataset mixture of questioners (spec §4); each episode draws one style.
+    """LMRL's dataset mixture of questioners; each episode draws one style.
 
     - ``random``: asks a uniformly random attribute it has not asked yet (an open question
       instead with probability ``open_probability``), guesses only when one candidate is left

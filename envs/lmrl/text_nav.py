@@ -17,7 +17,7 @@ Departures from LMRL-Gym:
   that the longest episode provably fits the 16,384-character observation.
 - The episode ends (``terminated``) when the stale food is eaten, with return 0; the 15-command
   cap is ``truncated``. LMRL has a single ``done`` flag.
-- The behaviour policy (spec §4) is our reading of LMRL's description: two policies, each
+- The behaviour policy is our reading of LMRL's description: two policies, each
   following the walkthrough (with some random commands) in one half of the house (rooms by
   distance to the kitchen) and acting at random in the other, plus a walkthrough step 10 % of
   the time there.
@@ -469,7 +469,7 @@ def task_state(house: House, state: State) -> State:
 
 
 class TextNavBehaviour(ScriptedBehaviour):
-    """LMRL's Text-Nav dataset policy: two half-house experts, random elsewhere (spec §4).
+    """LMRL's Text-Nav dataset policy: two half-house experts, random elsewhere.
 
     The house is split by distance to the kitchen: the ``near`` half (rooms at most
     ``near_distance`` moves from it: kitchen, living room, dining room, backyard) and the

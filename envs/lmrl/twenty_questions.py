@@ -8,8 +8,8 @@ parser, greedy questioner and behaviour mixture are shared with Guess My City in
 the classes.
 
 Departures from LMRL-Gym: the answerer is rule-based over a knowledge base of 72 boolean
-attributes per object (LMRL uses a fine-tuned language model; spec §3.6 asks for about 40,
-more were needed to give every object a unique, truthful attribute vector); in the Nature
+attributes per object (LMRL uses a fine-tuned language model; about 40 were planned, more
+were needed to give every object a unique, truthful attribute vector); in the Nature
 category Sea and Lake are replaced by Flower and Desert; the guess rule matches the end of the
 question instead of NLTK noun tags; running out of questions is ``terminated``.
 """
@@ -127,7 +127,7 @@ class TwentyQuestionsEnv(QuestionGameEnv):
 
 
 class TwentyQuestionsBehaviour(QuestionBehaviour):
-    """The dataset behaviour of Twenty Questions: LMRL's mixture of questioners (spec §4).
+    """The dataset behaviour of Twenty Questions: LMRL's mixture of questioners.
 
     Weights and noise are tuned so that the dataset lands on LMRL's statistics: over the
     default 10,000 episodes (seed 0) success 0.32 and mean return −17.4 (LMRL: 0.31, −17.3).

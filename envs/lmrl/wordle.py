@@ -203,7 +203,7 @@ class WordleEnv(TextTaskEnv):
 
 
 class WordleBehaviour(ScriptedBehaviour):
-    """Random guess-list words mixed with random consistent answers (spec §4).
+    """Random guess-list words mixed with random consistent answers.
 
     Each guess is, with probability ``random_probability``, a uniformly random word of the guess
     list, else a uniformly random answer consistent with the feedback so far (read from

@@ -1,4 +1,4 @@
-"""Car Dealer (spec lmrl.md §2, §3.8, §4, §6): the scripted buyer, rewards, agents, duo forms."""
+"""Car Dealer: the scripted buyer, rewards, agents, duo forms."""
 
 import warnings
 
@@ -48,7 +48,7 @@ def lines(observation):
 # -- data -------------------------------------------------------------------------------------
 
 
-def test_data_has_the_spec_profile_space_and_a_full_msrp_table():
+def test_data_has_the_buyer_profile_space_and_a_full_msrp_table():
     assert len(DATA.personalities) == 10
     assert len(DATA.brands) == 13
     assert set(DATA.types) == {"luxury", "sedan", "convertible", "truck", "electric", "SUV"}

@@ -1,4 +1,4 @@
-"""Chess and Endgames (spec lmrl.md §3.4, §3.5, §2): moves, rewards, opponents, the Stockfish
+"""Chess and Endgames: moves, rewards, opponents, the Stockfish
 process, the committed evaluation positions and the agents.
 
 Tests that need python-chess skip without it; tests that need Stockfish skip without a binary.

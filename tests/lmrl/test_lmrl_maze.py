@@ -1,4 +1,4 @@
-"""The text Maze (spec lmrl.md §3.1, §2): layout, messages, reward rules and oracles."""
+"""The text Maze: layout, messages, reward rules and oracles."""
 
 from types import SimpleNamespace
 

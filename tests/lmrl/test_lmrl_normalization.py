@@ -1,4 +1,4 @@
-"""LMRL's normalized score (spec lmrl.md §6) and the committed constants."""
+"""LMRL-Gym's normalized score and the committed constants."""
 
 import numpy as np
 import pytest

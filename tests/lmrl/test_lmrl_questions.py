@@ -1,4 +1,4 @@
-"""Twenty Questions and Guess My City (spec lmrl.md §3.6, §3.7, §4): knowledge bases, question
+"""Twenty Questions and Guess My City: knowledge bases, question
 rules, parsing, rewards, oracles and behaviour mixtures."""
 
 import re

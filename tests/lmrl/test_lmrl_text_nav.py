@@ -1,4 +1,4 @@
-"""Text-Nav (spec lmrl.md §2, §3.2, §4): the house, the grammar, reward rules, oracle, dataset."""
+"""Text-Nav: the house, the grammar, reward rules, oracle, dataset."""
 
 from itertools import product
 

@@ -1,4 +1,4 @@
-"""Wordle (spec lmrl.md §3.3, §2): word lists, feedback, reward rules, hidden word, oracle."""
+"""Wordle: word lists, feedback, reward rules, hidden word, oracle."""
 
 import numpy as np
 import pytest

@@ -130,7 +130,7 @@ def _require_range(name: str, value: Any) -> tuple[float, float]:
 
 
 class CarDealerBehaviour(ScriptedBehaviour):
-    """The Car Dealer dataset policy: a mixture of three scripted seller styles (spec §4).
+    """The Car Dealer dataset policy: a mixture of three scripted seller styles.
 
     Each episode draws a style (``style_weights`` over discount-giver, feature-talker,
     concise), an opening markup over the list price (uniform in ``markup``) and a price cut
