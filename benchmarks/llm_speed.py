@@ -1,4 +1,4 @@
-"""CPU speed of the language-model agents (issue 8, "Measured"): generation, evaluation, training.
+"""CPU speed of the language-model agents (``docs/lmrl.md``): generation, evaluation, training.
 
     .venv/bin/python benchmarks/llm_speed.py > benchmarks/results/llm.json
 

@@ -1,7 +1,7 @@
 """Behaviour cloning (BC) and filtered BC (%BC) of language-model policies on the LMRL datasets.
 
 LMRL-Gym's offline baselines (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn
-Reinforcement Learning with Language Models", ICML 2025, §5; spec ``lmrl.md`` §7): BC
+Reinforcement Learning with Language Models", ICML 2025, Section 5; ``docs/lmrl.md``): BC
 fine-tunes the policy with the next-token loss on the agent's utterances of the whole dataset;
 filtered BC does the same on the best episodes only (LMRL's filters,
 :data:`omnigym.llm_agents.data.LMRL_FILTERS`). Algorithm (:meth:`BCAgent.learn`):
@@ -24,9 +24,10 @@ text and the instructions) and trains every weight; ``"smollm2"`` or a local Hug
 folder is fine-tuned through a PEFT LoRA adapter (``LoRASettings``: rank 16, α 32 on the
 attention projections), its base weights frozen. ``finetune`` overrides the choice.
 
-Departures from LMRL-Gym: tiny models trained from scratch (spec §7) instead of a pretrained
-GPT-2; datasets of 100 episodes by default (the committed fixtures) instead of LMRL's
-thousands; constrained decoding by default (see :mod:`omnigym.llm_agents.policy`).
+Departures from LMRL-Gym: tiny models trained from scratch (:mod:`omnigym.llm_agents.models`)
+instead of a pretrained GPT-2; datasets of 100 episodes by default (the committed fixtures)
+instead of LMRL's thousands; constrained decoding by default (see
+:mod:`omnigym.llm_agents.policy`).
 
 Seeding: the tiny model's weights, the LoRA initialisation and the trainer's minibatch order
 come from a seed drawn from the agent's generator (``seed``, or the latest ``reset(seed)``
@@ -118,7 +119,8 @@ class BCConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> BCConfig:
-        """A config from :func:`dataclasses.asdict` output (e.g. read back from JSON)."""
+        """A config from :func:`dataclasses.asdict` output (read back from JSON) or a scenario
+        file's kwargs: ``tiny`` and ``lora`` may be mappings."""
         values = dict(values)
         if isinstance(values.get("tiny"), Mapping):
             values["tiny"] = TinyConfig(**values["tiny"])
@@ -178,11 +180,12 @@ class BCAgent:
     """Behaviour cloning of a language-model policy (module docstring).
 
     ``BCAgent(env=None, seed=0, single_thread=True, **hyperparameters)``: the hyperparameters
-    are the fields of :class:`BCConfig`; ``single_thread`` trains and acts on one torch thread
-    (:func:`omnigym.threads.one_torch_thread`; False keeps the process's setting). After
-    :meth:`learn`: ``policy`` (the :class:`~omnigym.llm_agents.policy.LMPolicy` that acts),
-    ``losses`` (every update's), ``updates`` and ``episodes_trained`` (the episodes kept by
-    :meth:`select_episodes`).
+    are the fields of :class:`BCConfig`, ``tiny`` and ``lora`` also as mappings (as a scenario
+    file gives them, :meth:`BCConfig.from_dict`); ``single_thread`` trains and acts on one
+    torch thread (:func:`omnigym.threads.one_torch_thread`; False keeps the process's setting).
+    After :meth:`learn`: ``policy`` (the :class:`~omnigym.llm_agents.policy.LMPolicy` that
+    acts), ``losses`` (every update's), ``updates`` and ``episodes_trained`` (the episodes kept
+    by :meth:`select_episodes`).
     """
 
     name = "bc"
@@ -190,7 +193,7 @@ class BCAgent:
     def __init__(
         self, env: Any = None, seed: int = 0, single_thread: bool = True, **hyperparameters
     ):
-        self.config = BCConfig(**hyperparameters)
+        self.config = BCConfig.from_dict(hyperparameters)
         self.single_thread = bool(single_thread)
         self.env_id = env_id_of(env)
         self.seed = int(seed)
@@ -309,9 +312,9 @@ class BCAgent:
 
 
 class FilteredBCAgent(BCAgent):
-    """Filtered BC (%BC): BC on the episodes that LMRL's filter for the task keeps (spec §7:
-    top 10 % returns for the dialogue tasks, successes for Maze, Text-Nav, Chess and Endgames,
-    top 30 % for Wordle), or on those ``episode_filter`` keeps."""
+    """Filtered BC (%BC): BC on the episodes that LMRL's filter for the task keeps (top 10 %
+    returns for the dialogue tasks, successes for Maze, Text-Nav, Chess and Endgames, top 30 %
+    for Wordle), or on those ``episode_filter`` keeps."""
 
     name = "filtered_bc"
 

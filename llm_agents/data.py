@@ -3,7 +3,7 @@
 LMRL-Gym (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with
 Language Models", ICML 2025) trains its offline agents on the text histories of its datasets:
 at every agent turn, the history so far is the input and the agent's utterance the target, with
-the turn's reward and return-to-go for the value-based methods. Here (issue 8 item 3):
+the turn's reward and return-to-go for the value-based methods. Here:
 
 - **Episodes → examples** (:func:`dataset_examples`). A dataset episode
   (:mod:`omnigym.envs.lmrl.datasets`: ``turns`` of ``{role, text, reward}``) records the env's
@@ -106,7 +106,7 @@ def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
 
 
 POSITION_TASKS = ("LMRL/Chess-v0", "LMRL/Endgames-v0")
-"""Tasks whose observation is the current position, i.e. the latest env message (spec §1):
+"""Tasks whose observation is the current position, i.e. the latest env message (Chess):
 their examples are read off the record (legal moves from python-chess) without a replay, which
 would need the very opponent that made the dataset."""
 

@@ -2,8 +2,8 @@
 
 ILQL (Snell, Kostrikov, Su, Yang and Levine, "Offline RL for Natural Language Generation with
 Implicit Language Q Learning", ICLR 2023), as LMRL-Gym runs it (Abdulhai et al., "LMRL-Gym:
-Benchmarks for Multi-Turn Reinforcement Learning with Language Models", ICML 2025, §5; spec
-``lmrl.md`` §7): Q and V heads over a language model, trained offline from the dataset's
+Benchmarks for Multi-Turn Reinforcement Learning with Language Models", ICML 2025, Section 5;
+``docs/lmrl.md``): Q and V heads over a language model, trained offline from the dataset's
 rewards; V by expectile regression towards Q so that it approaches the best in-support action's
 value without querying unseen actions; Q by one-step TD towards r + γ·V(h'); a conservative
 term that pushes down the Q of actions the data did not take; decoding from the BC policy
@@ -51,7 +51,7 @@ from omnigym.llm_agents.mc_returns import (
 )
 
 ALPHA_RANGE = (1e-4, 1.0)
-"""The conservative weights spec §7 allows."""
+"""The conservative weights allowed (LMRL-Gym's range, ``docs/lmrl.md``)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 by a return-to-go value head.
 
 LMRL-Gym's "MC Returns" baseline (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn
-Reinforcement Learning with Language Models", ICML 2025, §5; spec ``lmrl.md`` §7) fits
+Reinforcement Learning with Language Models", ICML 2025, Section 5; ``docs/lmrl.md``) fits
 Q(h, a) to the Monte-Carlo return-to-go of the dataset and decodes from the BC policy perturbed
 by β·Q. Algorithm (:meth:`MCReturnsAgent.learn`):
 

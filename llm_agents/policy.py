@@ -23,10 +23,10 @@ lets them write the next utterance (``docs/lmrl.md``):
   the best is played, or one is sampled from their softmax at ``temperature > 0``. Elsewhere,
   and with ``constrained=False``: greedy or sampled generation (``transformers``' ``generate``)
   up to the end-of-sequence token, a newline or ``max_new_tokens``; the text is passed to the
-  env as it is, so text that parses to nothing is a move the task penalises. Spec §7 makes
-  unconstrained decoding the default, as LMRL-Gym does; issue 8 asks for constrained decoding
-  where the task lists legal actions, which is what small models trained on small datasets
-  need to be measured at all — ``constrained=False`` gives LMRL's setting.
+  env as it is, so text that parses to nothing is a move the task penalises. LMRL-Gym decodes
+  unconstrained; here constrained decoding is the default where the task lists legal actions,
+  which is what small models trained on small datasets need to be measured at all —
+  ``constrained=False`` gives LMRL's setting.
 - **Batching.** :meth:`LMPolicy.act_batch` decides for many observations (episodes) at once:
   unconstrained ones share left-padded ``generate`` calls of ``batch_size`` prompts.
 - **Out-of-memory guard** (:func:`check_inference_budget`): ``batch_size``,

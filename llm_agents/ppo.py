@@ -3,7 +3,7 @@
 Proximal Policy Optimization (Schulman, Wolski, Dhariwal, Radford and Klimov, "Proximal Policy
 Optimization Algorithms", arXiv 2017) with generalised advantage estimation (Schulman et al.,
 ICLR 2016), as LMRL-Gym runs it on its tasks (Abdulhai et al., "LMRL-Gym: Benchmarks for
-Multi-Turn Reinforcement Learning with Language Models", ICML 2025, §5; spec ``lmrl.md`` §7):
+Multi-Turn Reinforcement Learning with Language Models", ICML 2025, Section 5; ``docs/lmrl.md``):
 initialised from BC, GAE λ = 0.95, clipped ratio 0.2, a KL penalty towards the BC policy in the
 reward (0.01–0.1) and, on Wordle, a BC loss of weight 10 on the dataset; under 100k samples.
 

@@ -9,9 +9,15 @@ Every single-agent task module provides, for its ids:
 
 - the environment (a :class:`~omnigym.envs.lmrl.text_task.TextTaskEnv`, whose class attributes
   ``min_return`` and ``evaluation_runs()`` feed the normalized score);
-- ``oracle``: the best scripted policy, which reads only what a player may read;
-- ``behavior``: the scripted policy behind the task's offline dataset; behaviour policies are
-  data generators and may read the simulator's state through ``env.unwrapped``.
+- ``behavior``: the task's data generator, the scripted policy behind its offline dataset
+  (:mod:`.datasets`, ``omnigym dataset``), whose average return is the normalized score's 50.
+  It is part of the task, not a player: it may read the simulator's state through
+  ``env.unwrapped``, as LMRL-Gym's dataset policies did, so it stays here with the task.
+
+The ``oracle`` of each task, the best scripted player (the normalized score's 100), reads only
+what a player may read; it is an agent, in :mod:`omnigym.agents.lmrl`. Nothing here imports it:
+the registry names it, and the tool that measures it (``python -m
+omnigym.agents.lmrl.normalization --recompute``) lives beside it.
 """
 
 from omnigym.registry import register_family

@@ -8,7 +8,7 @@ python-chess (``chess``, GPL-3.0, the optional extra ``chess``, imported only wh
 or agent is built); the opponent is Debian's ``stockfish`` binary driven through python-chess's
 UCI engine API (1 thread, 16 MB hash, a new game at every reset).
 
-Departures from LMRL-Gym (spec ``lmrl.md`` §3.4, §3.5):
+Departures from LMRL-Gym (``docs/lmrl.md``):
 
 - **Opponent strength.** LMRL asked Stockfish for Elo 1200, which Stockfish 15.1 cannot give
   (its ``UCI_Elo`` floor is 1350) and which is weakened through a time-seeded random choice. Here
@@ -38,8 +38,8 @@ Departures from LMRL-Gym (spec ``lmrl.md`` §3.4, §3.5):
   15.1's classical evaluation) the opponent's nodes, without noise. The Chess behaviour policy
   plays the opponent's own recipe at a node limit drawn per game from a ladder around the
   opponent's (LMRL: Stockfish at Elo 800–1600 against Elo 1200); the Endgames one is ε-greedy
-  (LMRL's). Datasets default to 200 games per task (LMRL: 625k and 97.8k; spec §4: 5,000 and
-  10,000) and the Chess oracle's normalized 100 to 100 games (LMRL: 1,000; spec §3.4: 200), so
+  (LMRL's). Datasets default to 200 games per task (LMRL: 625k and 97.8k) and the Chess
+  oracle's normalized 100 to 100 games (LMRL: 1,000), so
   that recomputing both tasks' normalization constants takes about 6 minutes (4 for Chess, 2 for
   Endgames) on two cores with Debian's Stockfish 15.1.
 
@@ -95,10 +95,8 @@ OPPONENT_NODES = 1_000
 OPPONENT_TOP_K = 3
 OPPONENT_TEMPERATURE_CP = 100.0
 OPPONENT_EPSILON = 0.05
-"""The opponent's defaults (spec §3.4): node limit, MultiPV, softmax temperature, random moves."""
+"""The opponent's defaults: node limit, MultiPV, softmax temperature, chance of a random move."""
 
-ORACLE_NODES = {"chess": 5_000, "endgames": 10_000}
-"""Stockfish's node limit per move when it plays the oracle (the opponent searches 1,000)."""
 CLASSICAL_EVAL_TASKS = frozenset({"endgames"})
 """Tasks whose Stockfish players (not the opponent) use Stockfish 15.1's classical evaluation:
 its rule for a lone king (drive it to the edge, bring the kings together) mates in a fraction of
@@ -112,10 +110,10 @@ ENDGAMES_EPSILON_WEIGHTS = (0.2, 0.2, 0.6)
 """... with these probabilities, tuned so the dataset's success rate is near LMRL's 0.59."""
 ENDGAMES_BEHAVIOUR_NODES = 500
 DATASET_GAMES = 200
-"""Default dataset size of both tasks (LMRL: 625k Chess and 97.8k Endgames episodes; spec §4:
-5,000 and 10,000), kept small so that recomputing the normalization constants takes minutes."""
+"""Default dataset size of both tasks (LMRL: 625k Chess and 97.8k Endgames episodes), kept
+small so that recomputing the normalization constants takes minutes."""
 CHESS_EVALUATION_GAMES = 100
-"""Oracle games from the start position behind Chess's normalized 100 (LMRL: 1,000; spec: 200)."""
+"""Oracle games from the start position behind Chess's normalized 100 (LMRL: 1,000)."""
 
 
 def import_chess() -> Any:
@@ -340,7 +338,7 @@ class RandomOpponent:
 
 
 class WeakenedPlayer:
-    """Spec §3.4's deterministic weakening over a search that scores its ``top_k`` best moves:
+    """The deterministic weakening over a search that scores its ``top_k`` best moves:
     with probability ``epsilon`` a uniformly random legal move, else one of those moves drawn by
     a softmax over their centipawn scores at ``temperature_cp``. With ``skill_level`` set
     (Stockfish only) the move is Stockfish's own weakened best move instead of the softmax.
@@ -473,7 +471,7 @@ def fallback_top_moves(board: chess.Board, depth: int, count: int) -> list[tuple
 # -- the environments -------------------------------------------------------------------------
 
 
-def _require_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+def require_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if high is not None and value > high:
@@ -545,8 +543,8 @@ class ChessEnv(TextTaskEnv):
     ) -> None:
         self._chess = import_chess()
         require_choice("opponent", opponent, OPPONENTS)
-        self.opponent_nodes = _require_int("opponent_nodes", opponent_nodes, 1)
-        self.opponent_top_k = _require_int("opponent_top_k", opponent_top_k, 1)
+        self.opponent_nodes = require_int("opponent_nodes", opponent_nodes, 1)
+        self.opponent_top_k = require_int("opponent_top_k", opponent_top_k, 1)
         temperature = require_finite_number("opponent_temperature_cp", opponent_temperature_cp)
         if temperature <= 0:
             raise ValueError(f"opponent_temperature_cp must be > 0, got {temperature!r}")
@@ -554,7 +552,7 @@ class ChessEnv(TextTaskEnv):
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"opponent_epsilon must be in [0, 1], got {epsilon!r}")
         if opponent_skill_level is not None:
-            opponent_skill_level = _require_int("opponent_skill_level", opponent_skill_level, 0, 20)
+            opponent_skill_level = require_int("opponent_skill_level", opponent_skill_level, 0, 20)
         self.opponent_temperature_cp, self.opponent_epsilon = temperature, epsilon
         self.opponent_skill_level = opponent_skill_level
         self.stockfish_path = find_stockfish(stockfish_path) if opponent == "stockfish" else None
@@ -714,7 +712,7 @@ class EndgamesEnv(ChessEnv):
     As ``LMRL/Chess-v0``: the spaced FEN of the current position, ``Text(max_length=256)``.
 
     ## Rewards
-    As ``LMRL/Chess-v0``. The normalized score takes −1 as its minimum (spec §2), so an agent
+    As ``LMRL/Chess-v0``. The normalized score takes −1 as its minimum (LMRL's), so an agent
     that plays illegal moves can score below 0.
 
     ## Starting State
@@ -755,10 +753,10 @@ class EndgamesEnv(ChessEnv):
         return board
 
 
-# -- agents -----------------------------------------------------------------------------------
+# -- Stockfish players: the oracle's tools and the behaviour policies ------------------------
 
 
-class _GameFollower:
+class GameFollower:
     """A player's own copy of the game, with its move history, rebuilt from what it is shown:
     its last move, ``info["opponent_move"]`` and the FEN of the observation (which wins when
     they disagree). The history lets Stockfish see repetitions that a bare FEN hides."""
@@ -785,7 +783,7 @@ class _GameFollower:
         return self.board.san(move)
 
 
-def _stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> StockfishProcess:
+def stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> StockfishProcess:
     """The agent's own Stockfish: ``stockfish_path``, else the binary the environment was
     configured with, else the usual search (:func:`find_stockfish`)."""
     configured = getattr(getattr(env, "unwrapped", None), "stockfish_path", None)
@@ -795,45 +793,16 @@ def _stockfish_for(agent: str, env: Any, stockfish_path: str | None) -> Stockfis
             f"{agent} plays with Stockfish: install Debian's stockfish package or pass "
             "stockfish_path="
         )
-    return StockfishProcess(path, classical_eval=_task_of(env) in CLASSICAL_EVAL_TASKS)
+    return StockfishProcess(path, classical_eval=task_of(env) in CLASSICAL_EVAL_TASKS)
 
 
-def _task_of(env: Any) -> str:
+def task_of(env: Any) -> str:
+    """``"chess"`` or ``"endgames"``: the task of the environment a player is given."""
     return getattr(getattr(env, "unwrapped", None), "task", "chess")
 
 
-class ChessOracle:
-    """Stockfish playing White at a clearly stronger setting than the opponent.
-
-    Plays Stockfish's best move after ``nodes`` nodes (:data:`ORACLE_NODES`: 5,000 on Chess;
-    10,000 on Endgames, with the classical evaluation of :data:`CLASSICAL_EVAL_TASKS`), against
-    the opponent's 1,000 nodes with noise, and answers in SAN. It reads only the FEN of the
-    observation and ``info`` (its turn and the opponent's last reply, which give Stockfish the
-    game's history); it starts a new game at every ``info["turn"] == 0``, so with one Stockfish
-    thread it is deterministic. ``stockfish_path`` defaults to the environment's binary (without
-    one it raises ``RuntimeError``). ``close()`` quits its engine, as collecting the agent does.
-    """
-
-    def __init__(
-        self, env: Any = None, nodes: int | None = None, stockfish_path: str | None = None
-    ) -> None:
-        task = _task_of(env)
-        self.nodes = _require_int("nodes", ORACLE_NODES[task] if nodes is None else nodes, 1)
-        self._stockfish = _stockfish_for("ChessOracle", env, stockfish_path)
-        self._game = _GameFollower()
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        if info["turn"] == 0:
-            self._stockfish.new_game()
-        board = self._game.follow(observation, info)
-        return self._game.play(self._stockfish.best_move(board, self.nodes))
-
-    def close(self) -> None:
-        self._stockfish.close()
-
-
 class ChessBehaviour(ScriptedBehaviour):
-    """The policy behind the Chess dataset (spec §4).
+    """The policy behind the Chess dataset.
 
     Stockfish playing White exactly as the opponent plays Black (top-3 softmax at 100
     centipawns, ε = 0.05) but at a node limit drawn per game from :data:`CHESS_LADDER_NODES`
@@ -848,8 +817,8 @@ class ChessBehaviour(ScriptedBehaviour):
 
     def __init__(self, env: Any, stockfish_path: str | None = None) -> None:
         super().__init__(env)
-        self._player = self._make_player(_stockfish_for(type(self).__name__, env, stockfish_path))
-        self._game = _GameFollower()
+        self._player = self._make_player(stockfish_for(type(self).__name__, env, stockfish_path))
+        self._game = GameFollower()
 
     def _make_player(self, stockfish: Any) -> WeakenedPlayer:
         return WeakenedPlayer(
@@ -878,7 +847,7 @@ class ChessBehaviour(ScriptedBehaviour):
 
 
 class EndgamesBehaviour(ChessBehaviour):
-    """The policy behind the Endgames dataset (spec §4): ε-greedy engine moves.
+    """The policy behind the Endgames dataset: ε-greedy engine moves.
 
     Each move is a uniformly random legal move with probability ε, else Stockfish's best move at
     :data:`ENDGAMES_BEHAVIOUR_NODES` nodes (classical evaluation, as the oracle), with ε drawn per

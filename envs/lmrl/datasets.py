@@ -3,7 +3,7 @@
 LMRL-Gym (Abdulhai et al., ICML 2025) ships offline datasets collected from mixtures of
 sub-optimal policies; nothing is downloaded here: each task's ``behavior`` agent (a
 :class:`~omnigym.envs.lmrl.text_task.ScriptedBehaviour`, documented in the task's module) is
-replayed through the environment instead (spec ``lmrl.md`` §4). Run::
+replayed through the environment instead (``docs/lmrl.md``). Run::
 
     omnigym dataset LMRL/Wordle-v0 --episodes N --seed S --out FILE.jsonl[.gz]
     python -m omnigym.envs.lmrl.datasets --env LMRL/Wordle-v0 --episodes N --seed S --out FILE

@@ -88,7 +88,7 @@ def render(fens: list[str], counts: Counter[str], seed: int, nodes: int, version
     """The file's text: a provenance header, then one FEN per line."""
     by_material = Counter(material(fen) for fen in fens)
     header = [
-        "# LMRL/Endgames-v0 evaluation positions (spec lmrl.md section 3.5), one FEN a line,",
+        "# LMRL/Endgames-v0 evaluation positions (docs/lmrl.md), one FEN a line,",
         "# written by python -m omnigym.envs.lmrl.endgames_positions "
         f"--seed {seed} --count {len(fens)} --nodes {nodes}",
         f"# with {version}. Random endgames (White K + Q, R, QR or RR against a lone K, White",

@@ -1,10 +1,10 @@
-"""LMRL-Gym's Guess My City with a rule-based answerer, its oracle and its dataset behaviour.
+"""LMRL-Gym's Guess My City with a rule-based answerer and its dataset behaviour.
 
 Follows the Guess My City task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): the
 agent asks about a hidden city, one of 100 of the world's most populous, and pays −1 per
 question until it names the city, within 20 questions. Unlike Twenty Questions it may also ask
-open questions ("What is the weather like?"). The question rules, parser, oracle and behaviour
-mixture are shared with Twenty Questions in ``questions.py``; this module turns the city
+open questions ("What is the weather like?"). The question rules, parser, greedy questioner and
+behaviour mixture are shared with Twenty Questions in ``questions.py``; this module turns the city
 knowledge base (``data/cities.yaml``) into yes/no attributes and templated open answers.
 
 Yes/no attributes come from every field: continent, region, country, hemispheres, coast, river,
@@ -15,8 +15,8 @@ location, country, name) to answers filled from the city's fields, which never n
 or its country.
 
 Departures from LMRL-Gym: rule-based answers instead of a fine-tuned language model; the list
-includes the first city (LMRL's loader skips it); the oracle asks yes/no questions only (spec
-§3.7); running out of questions is ``terminated``.
+includes the first city (LMRL's loader skips it); the oracle asks yes/no questions only;
+running out of questions is ``terminated``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import yaml
 
 from omnigym.envs.lmrl.questions import (
     Attribute,
-    InformationGainOracle,
     KnowledgeBase,
     OpenRoute,
     QuestionBehaviour,
@@ -253,14 +252,8 @@ class GuessMyCityEnv(QuestionGameEnv):
     knowledge = staticmethod(load_cities)
 
 
-class GuessMyCityOracle(InformationGainOracle):
-    """Greedy information-gain questioner over the cities, yes/no questions only."""
-
-    knowledge = staticmethod(load_cities)
-
-
 class GuessMyCityBehaviour(QuestionBehaviour):
-    """The dataset behaviour of Guess My City: LMRL's mixture with open questions (spec §4).
+    """The dataset behaviour of Guess My City: LMRL's mixture with open questions.
 
     Weights and noise are tuned so that the dataset's success rate lands near LMRL's: over the
     default 10,000 episodes (seed 0) success 0.54 and mean return −14.5 (LMRL: 0.53, −18.8; its

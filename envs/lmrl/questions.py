@@ -21,13 +21,14 @@ questions. Here a rule-based simulator answers from a knowledge base (``data/obj
   answer. A leading contraction is a confirmation, not a negation: "Isn't it alive?" is "Is it
   alive?". A question that names nothing is answered "No." (an open one "I don't know.") with
   ``info["unparsed"] = True``.
-- **The oracle** (:class:`InformationGainOracle`): asks the yes/no question whose answer has the
-  highest entropy over the items still consistent with the answers so far, and guesses once at
-  most three remain (guessing then costs no more in expectation than splitting further). It
-  uses only the public knowledge base and the answers it reads; its choices are memoised per
-  candidate set, so each process computes the tree once.
+- **The greedy questioner** (:class:`GreedyQuestioner`): asks the yes/no question whose answer
+  has the highest entropy over the items still consistent with the answers so far, and guesses
+  once at most three remain (guessing then costs no more in expectation than splitting
+  further); its choices are memoised per candidate set, so each process computes the tree once.
+  The oracle of both games (:mod:`omnigym.agents.lmrl.questions`) plays it as it is; the
+  behaviour policy with noise.
 - **The behaviour policy** (:class:`QuestionBehaviour`): LMRL's dataset mixture of
-  random-attribute, noisy greedy information-gain and early-guessing questioners (spec §4),
+  random-attribute, noisy greedy information-gain and early-guessing questioners,
   plus open questions where the game has them.
 
 Departures from LMRL-Gym: rule-based answers instead of a language model; the question budget
@@ -526,46 +527,11 @@ def greedy_questioner(kb: KnowledgeBase, guess_at: int = 3) -> GreedyQuestioner:
     return GreedyQuestioner(kb, guess_at)
 
 
-class InformationGainOracle:
-    """Greedy information-gain questioner (see the module docstring).
-
-    Asks only the first phrasing of each attribute's questions and of each item's guesses
-    (tests check the environment parses them back), reads only ``info["last_message"]``, and
-    knows only the public knowledge base. ``env`` is accepted for the agent protocol and unused.
-    """
-
-    knowledge: ClassVar[Callable[[], KnowledgeBase]]
-
-    def __init__(self, env: Any = None) -> None:
-        self.kb = self.knowledge()
-        self._questioner = greedy_questioner(self.kb)
-        self._everything: Candidates = tuple(range(len(self.kb.items)))
-        self._candidates = self._everything
-        self._move: Move = ("guess", 0)
-
-    def reset(self, seed: int | None = None) -> None:
-        self._candidates = self._everything
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        if info["turn"] == 0:
-            self._candidates = self._everything
-        else:
-            yes = info["last_message"] == YES
-            self._candidates = self._questioner.narrow(self._candidates, self._move, yes)
-            if not self._candidates:
-                self._candidates = self._everything
-        self._move = self._questioner.best(self._candidates)
-        kind, index = self._move
-        if kind == "guess":
-            return self.kb.guesses[index][0]
-        return self.kb.attributes[index].questions[0]
-
-
 # -- the behaviour policy (dataset mixture) ----------------------------------------------------
 
 
 class QuestionBehaviour(ScriptedBehaviour):
-    """LMRL's dataset mixture of questioners (spec §4); each episode draws one style.
+    """LMRL's dataset mixture of questioners; each episode draws one style.
 
     - ``random``: asks a uniformly random attribute it has not asked yet (an open question
       instead with probability ``open_probability``), guesses only when one candidate is left

@@ -1,4 +1,4 @@
-"""LMRL-Gym's Text-Nav, fully (FO) and partially (PO) observed, its oracle and its behaviour policy.
+"""LMRL-Gym's Text-Nav, fully (FO) and partially (PO) observed, its planner and dataset policy.
 
 Follows the Text-Nav task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): a player
 in a small text house must find the stale food, carry it to the kitchen and shut it in the
@@ -17,19 +17,19 @@ Departures from LMRL-Gym:
   that the longest episode provably fits the 16,384-character observation.
 - The episode ends (``terminated``) when the stale food is eaten, with return 0; the 15-command
   cap is ``truncated``. LMRL has a single ``done`` flag.
-- The behaviour policy (spec §4) is our reading of LMRL's description: two policies, each
+- The behaviour policy is our reading of LMRL's description: two policies, each
   following the walkthrough (with some random commands) in one half of the house (rooms by
   distance to the kitchen) and acting at random in the other, plus a walkthrough step 10 % of
   the time there.
 
-The oracle and the behaviour share one planner: a breadth-first search over the states that
-matter to the task (the room, where the stale food is, which boxes are open), built from the
-same rules as the environment so that its commands are always admissible.
+The oracle (:mod:`omnigym.agents.lmrl.text_nav`) and the behaviour policy share one planner
+(:func:`walkthrough`): a breadth-first search over the states that matter to the task (the
+room, where the stale food is, which boxes are open), built from the same rules as the
+environment so that its commands are always admissible.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -416,7 +416,7 @@ class TextNavEnv(TextTaskEnv):
         }
 
 
-# -- the planner, the oracle and the behaviour policy ----------------------------------------
+# -- the planner and the behaviour policy ----------------------------------------------------
 
 
 @cache
@@ -468,50 +468,8 @@ def task_state(house: House, state: State) -> State:
     return State(state.room, (state.places[house.objects.index(house.target)],), state.opened)
 
 
-_ROOM_NAME = re.compile(r"You are in the ([a-z ]+)\.")
-
-
-class TextNavOracle:
-    """The walkthrough, from wherever the player starts, planned from what it reads.
-
-    It never reads the environment: it recognises its room from each view (by the room's name
-    when the view gives it, FO, else by the room's description, PO; both are public data in
-    ``house.yaml``), knows the public opening placement of the stale food and the boxes, and
-    tracks the effects of its own commands. From that task state it plays the first command of
-    a shortest solution (:func:`walkthrough`): go to the living room, take the stale food, go to
-    the kitchen, open the fridge (on the way, when the way passes the kitchen), put the food in,
-    close the fridge. ``env`` is accepted for the agent protocol and not used.
-    """
-
-    def __init__(self, env: Any = None) -> None:
-        self.house = load_house()
-        self._plan = walkthrough()
-        self._room_of = {text: room for room, text in self.house.descriptions.items()}
-        self.reset()
-
-    def reset(self, seed: int | None = None) -> None:
-        # The room is read from every view; the stale food and the boxes start as in the data.
-        self._belief = task_state(self.house, self.house.start_state(self.house.rooms[0]))
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        if info["turn"] == 0:
-            self.reset()
-        room = self._read_room(info["last_message"])
-        text, self._belief = self._plan[self._belief._replace(room=room)]
-        return text
-
-    def _read_room(self, message: str) -> str:
-        named = _ROOM_NAME.search(message)
-        if named is not None:
-            return named.group(1)
-        for description, room in self._room_of.items():
-            if description in message:
-                return room
-        raise ValueError(f"TextNavOracle cannot tell the room from {message!r}")
-
-
 class TextNavBehaviour(ScriptedBehaviour):
-    """LMRL's Text-Nav dataset policy: two half-house experts, random elsewhere (spec §4).
+    """LMRL's Text-Nav dataset policy: two half-house experts, random elsewhere.
 
     The house is split by distance to the kitchen: the ``near`` half (rooms at most
     ``near_distance`` moves from it: kitchen, living room, dining room, backyard) and the

@@ -2,7 +2,7 @@
 
 LMRL-Gym (Abdulhai et al., ICML 2025) gives its agents the whole interaction so far as one text;
 every task here does the same through :class:`TextTaskEnv`, which leaves a task only its rules
-(:meth:`~TextTaskEnv._begin` and :meth:`~TextTaskEnv._play`). Conventions (spec ``lmrl.md`` §1):
+(:meth:`~TextTaskEnv._begin` and :meth:`~TextTaskEnv._play`). Conventions (``docs/lmrl.md``):
 
 - The observation is the transcript since reset: the opening message, then per turn the agent's
   action line and the environment's reply line, joined by newlines. ``obs_mode="last"`` gives
@@ -194,7 +194,7 @@ class TextTaskEnv(gymnasium.Env[str, str]):
 
 
 class ScriptedBehaviour:
-    """Base of the behaviour policies that make the offline datasets (spec ``lmrl.md`` §4).
+    """Base of the behaviour policies that make the offline datasets (``docs/lmrl.md``).
 
     A behaviour is an agent (``reset(seed)``, ``act(observation, info)``) with its own seeded
     generator :attr:`rng`. Unlike an oracle it is a data generator, not a player, and may read

@@ -1,14 +1,15 @@
-"""LMRL-Gym's Twenty Questions with a rule-based answerer, its oracle and its dataset behaviour.
+"""LMRL-Gym's Twenty Questions with a rule-based answerer and its dataset behaviour.
 
 Follows the Twenty Questions task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232):
 the agent asks yes/no questions about a hidden object drawn from 158 objects in 17 categories
 and pays −1 per question until it names the object, within 20 questions. The question rules,
-parser, oracle and behaviour mixture are shared with Guess My City in ``questions.py``; this
-module only reads the knowledge base (``data/objects.yaml``) and names the classes.
+parser, greedy questioner and behaviour mixture are shared with Guess My City in
+``questions.py``; this module only reads the knowledge base (``data/objects.yaml``) and names
+the classes.
 
 Departures from LMRL-Gym: the answerer is rule-based over a knowledge base of 72 boolean
-attributes per object (LMRL uses a fine-tuned language model; spec §3.6 asks for about 40,
-more were needed to give every object a unique, truthful attribute vector); in the Nature
+attributes per object (LMRL uses a fine-tuned language model; about 40 were planned, more
+were needed to give every object a unique, truthful attribute vector); in the Nature
 category Sea and Lake are replaced by Flower and Desert; the guess rule matches the end of the
 question instead of NLTK noun tags; running out of questions is ``terminated``.
 """
@@ -23,7 +24,6 @@ import yaml
 
 from omnigym.envs.lmrl.questions import (
     Attribute,
-    InformationGainOracle,
     KnowledgeBase,
     QuestionBehaviour,
     QuestionGameEnv,
@@ -126,14 +126,8 @@ class TwentyQuestionsEnv(QuestionGameEnv):
     knowledge = staticmethod(load_objects)
 
 
-class TwentyQuestionsOracle(InformationGainOracle):
-    """Greedy information-gain questioner over the objects knowledge base (``questions.py``)."""
-
-    knowledge = staticmethod(load_objects)
-
-
 class TwentyQuestionsBehaviour(QuestionBehaviour):
-    """The dataset behaviour of Twenty Questions: LMRL's mixture of questioners (spec §4).
+    """The dataset behaviour of Twenty Questions: LMRL's mixture of questioners.
 
     Weights and noise are tuned so that the dataset lands on LMRL's statistics: over the
     default 10,000 episodes (seed 0) success 0.32 and mean return −17.4 (LMRL: 0.31, −17.3).

@@ -1,4 +1,4 @@
-"""LMRL-Gym's Wordle with a hidden word that stays consistent, and an entropy-maximising oracle.
+"""LMRL-Gym's Wordle with a hidden word that stays consistent, and its dataset's behaviour.
 
 Follows the Wordle task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232): six guesses
 at a hidden 5-letter word, with per-letter ``g``/``y``/``b`` feedback, −1 per guess that does not
@@ -11,7 +11,8 @@ Departures: the word lists are derived from SCOWL (Debian ``wamerican``) by
 six guesses used up is ``terminated`` (the game is lost), not ``truncated``.
 
 Feedback for every (guess, answer) pair is precomputed once per process as a code matrix, so a
-step is a row look-up and a NumPy filter of the consistent answers.
+step is a row look-up and a NumPy filter of the consistent answers. The entropy-maximising oracle
+reads the same matrix (:mod:`omnigym.agents.lmrl.wordle`).
 """
 
 from __future__ import annotations
@@ -201,66 +202,8 @@ class WordleEnv(TextTaskEnv):
         return {"candidates_left": float(len(self._consistent))}
 
 
-@cache
-def _x_log_x() -> np.ndarray:
-    counts = np.arange(len(word_lists()[0]) + 1, dtype=np.float64)
-    return counts * np.log2(np.maximum(counts, 1.0))
-
-
-def best_guess(consistent: np.ndarray) -> int:
-    """The guess-list row that maximises the entropy of the feedback over ``consistent``.
-
-    Ties go to a word that may itself be the answer, then to the first in the list; with one or
-    two candidates left the oracle simply guesses the first of them.
-    """
-    if len(consistent) <= 2:
-        return int(answer_rows()[consistent[0]])
-    codes = feedback_table()[:, consistent].astype(np.intp)
-    codes += np.arange(codes.shape[0])[:, None] * CODE_COUNT
-    counts = np.bincount(codes.ravel(), minlength=codes.shape[0] * CODE_COUNT)
-    # H = log k - (1/k) sum c log c; maximising H is minimising sum c log c.
-    spread = _x_log_x()[counts].reshape(-1, CODE_COUNT).sum(axis=1)
-    spread[answer_rows()[consistent]] -= 1e-9
-    return int(np.argmin(spread))
-
-
-@cache
-def _opening_guess() -> int:
-    return best_guess(np.arange(len(word_lists()[0])))
-
-
-class WordleOracle:
-    """Entropy-maximising Wordle player: each guess maximises the information of its feedback.
-
-    Keeps the answers consistent with its own guesses and the feedback lines it has read (from
-    ``info["last_message"]``), and guesses with :func:`best_guess`. The opening guess is the same
-    every game and computed once per process. ``env`` is accepted for the agent protocol and not
-    needed: the word lists are public data.
-    """
-
-    def __init__(self, env: Any = None) -> None:
-        self._answers = len(word_lists()[0])
-        self._table = feedback_table()
-        self._consistent = np.arange(self._answers)
-        self._last_guess = _opening_guess()
-
-    def reset(self, seed: int | None = None) -> None:
-        self._consistent = np.arange(self._answers)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        if info["turn"] == 0:
-            self._consistent = np.arange(self._answers)
-            self._last_guess = _opening_guess()
-        else:
-            code = feedback_code(info["last_message"])
-            row = self._table[self._last_guess]
-            self._consistent = self._consistent[row[self._consistent] == code]
-            self._last_guess = best_guess(self._consistent)
-        return word_lists()[1][self._last_guess]
-
-
 class WordleBehaviour(ScriptedBehaviour):
-    """Random guess-list words mixed with random consistent answers (spec §4).
+    """Random guess-list words mixed with random consistent answers.
 
     Each guess is, with probability ``random_probability``, a uniformly random word of the guess
     list, else a uniformly random answer consistent with the feedback so far (read from

@@ -160,3 +160,12 @@ def test_smollm2_bc_trains_a_lora_adapter_that_reloads(smollm2_wheel, tmp_path):
         agent.policy.action_log_likelihoods(observation, words),
         rtol=1e-6,
     )
+
+
+def test_bc_agents_read_the_nested_mappings_a_scenario_file_gives():
+    from omnigym.llm_agents.models import TinyConfig
+
+    agent = FilteredBCAgent(seed=2, tiny={"layers": 1, "width": 32}, batch_size=4)
+    assert agent.config.tiny == TinyConfig(layers=1, width=32)
+    assert agent.config.batch_size == 4
+    assert agent.config.lora == BCConfig().lora

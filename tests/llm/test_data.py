@@ -1,6 +1,6 @@
 """Training examples from the LMRL datasets (omnigym.llm_agents.data): each agent turn's
 observation is what the env shows in play, returns-to-go add up, a record that does not replay
-is refused, and the filtered-BC filters keep what spec lmrl.md §7 says."""
+is refused, and the filtered-BC filters keep what LMRL-Gym's %BC keeps."""
 
 import math
 

@@ -108,7 +108,7 @@ def test_a_checkpoint_of_another_agent_is_refused(trained, tmp_path):
         MCReturnsAgent().load(tmp_path / "ilql")
 
 
-def test_alpha_outside_the_spec_range_is_refused():
+def test_alpha_outside_lmrls_range_is_refused():
     with pytest.raises(ValueError, match="alpha"):
         ILQLLiteAgent(alpha=2.0)
     with pytest.raises(ValueError, match="tau"):

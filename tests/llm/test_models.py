@@ -58,7 +58,7 @@ def test_tiny_model_is_deterministic_per_seed(maze_texts):
     state, same, different = (lm.model.state_dict() for lm in (first, again, other))
     assert all(torch.equal(state[name], same[name]) for name in state)
     assert not all(torch.equal(state[name], different[name]) for name in state)
-    # spec lmrl.md §7: 4 layers, width 128, 4 heads, 1,024 positions, about 1M parameters
+    # the default tiny model: 4 layers, width 128, 4 heads, 1,024 positions, about 1M parameters
     config = first.model.config
     assert (config.n_layer, config.n_embd, config.n_head, first.context) == (4, 128, 4, 1024)
     assert 0.8e6 < first.parameters < 1.2e6

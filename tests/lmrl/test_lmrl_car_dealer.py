@@ -1,4 +1,4 @@
-"""Car Dealer (spec lmrl.md §2, §3.8, §4, §6): the scripted buyer, rewards, agents, duo forms."""
+"""Car Dealer: the scripted buyer, rewards, agents, duo forms."""
 
 import warnings
 
@@ -10,13 +10,13 @@ from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.test.seed_test import check_environment_deterministic
 
 import omnigym
+from omnigym.agents.lmrl.car_dealer import CarDealerOracle
 from omnigym.envs.lmrl.car_dealer import (
     BuyerProfile,
     CarDealerBehaviour,
     CarDealerDuoAECEnv,
     CarDealerDuoParallelEnv,
     CarDealerEnv,
-    CarDealerOracle,
     load_data,
     readable,
 )
@@ -48,7 +48,7 @@ def lines(observation):
 # -- data -------------------------------------------------------------------------------------
 
 
-def test_data_has_the_spec_profile_space_and_a_full_msrp_table():
+def test_data_has_the_buyer_profile_space_and_a_full_msrp_table():
     assert len(DATA.personalities) == 10
     assert len(DATA.brands) == 13
     assert set(DATA.types) == {"luxury", "sedan", "convertible", "truck", "electric", "SUV"}

@@ -1,4 +1,4 @@
-"""Chess and Endgames (spec lmrl.md §3.4, §3.5, §2): moves, rewards, opponents, the Stockfish
+"""Chess and Endgames: moves, rewards, opponents, the Stockfish
 process, the committed evaluation positions and the agents.
 
 Tests that need python-chess skip without it; tests that need Stockfish skip without a binary.
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.chess_task import ChessOracle
 from omnigym.envs.lmrl import chess_task
 from omnigym.envs.lmrl.chess_task import (
     CHESS_LADDER_NODES,
@@ -27,7 +28,6 @@ from omnigym.envs.lmrl.chess_task import (
     MAX_AGENT_MOVES,
     OPPONENT_CODES,
     ChessEnv,
-    ChessOracle,
     EndgamesBehaviour,
     EndgamesEnv,
     eval_positions,

@@ -1,4 +1,4 @@
-"""Offline datasets (spec lmrl.md §4): generator determinism, fixtures, success rates."""
+"""Offline datasets: generator determinism, fixtures, success rates."""
 
 import json
 
@@ -58,7 +58,7 @@ def test_omnigym_dataset_refuses_an_env_without_one(tmp_path):
 
 
 @pytest.mark.parametrize("env_id", dataset_env_ids())
-def test_fixture_loads_with_the_spec_fields_and_consistent_turns(env_id):
+def test_fixture_loads_with_the_documented_fields_and_consistent_turns(env_id):
     records = load_fixture(env_id)
     assert len(records) == FIXTURE_EPISODES
     for record in records:

@@ -1,4 +1,4 @@
-"""The text Maze (spec lmrl.md §3.1, §2): layout, messages, reward rules and oracles."""
+"""The text Maze: layout, messages, reward rules and oracles."""
 
 from types import SimpleNamespace
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import omnigym
-from omnigym.envs.lmrl.maze import MazeEnv, MazeOracle, load_layout
+from omnigym.agents.lmrl.maze import MazeOracle
+from omnigym.envs.lmrl.maze import MazeEnv, load_layout
 from omnigym.envs.lmrl.normalization import load_constants, normalize
 
 LAYOUT = load_layout()

@@ -1,16 +1,16 @@
-"""LMRL's normalized score (spec lmrl.md §6) and the committed constants."""
+"""LMRL-Gym's normalized score and the committed constants."""
 
 import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.normalization import oracle_returns, recompute
 from omnigym.envs.lmrl.datasets import dataset_env_ids
 from omnigym.envs.lmrl.normalization import (
     load_constants,
     normalize,
     normalize_summary,
     normalized_score,
-    oracle_returns,
 )
 from omnigym.registry import load_entry_point
 
@@ -103,8 +103,6 @@ and Endgames take minutes of Stockfish time: `--recompute --only` them by hand).
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", REGENERATED)
 def test_committed_constants_match_a_regeneration(env_id):
-    from omnigym.envs.lmrl.normalization import recompute
-
     expected = load_constants()[env_id]
     assert recompute(env_id) == pytest.approx(
         {key: expected[key] for key in ("min", "avg", "max")}, abs=1e-4

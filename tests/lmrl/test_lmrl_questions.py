@@ -1,4 +1,4 @@
-"""Twenty Questions and Guess My City (spec lmrl.md §3.6, §3.7, §4): knowledge bases, question
+"""Twenty Questions and Guess My City: knowledge bases, question
 rules, parsing, rewards, oracles and behaviour mixtures."""
 
 import re
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.questions import GuessMyCityOracle, TwentyQuestionsOracle
 from omnigym.envs.lmrl.datasets import generate
 from omnigym.envs.lmrl.guess_my_city import (
     GuessMyCityBehaviour,
     GuessMyCityEnv,
-    GuessMyCityOracle,
     country_names,
     load_cities,
 )
@@ -21,7 +21,6 @@ from omnigym.envs.lmrl.questions import MAX_QUESTIONS, OPENING, parser_for
 from omnigym.envs.lmrl.twenty_questions import (
     TwentyQuestionsBehaviour,
     TwentyQuestionsEnv,
-    TwentyQuestionsOracle,
     load_objects,
 )
 

@@ -1,4 +1,4 @@
-"""Conventions shared by the LMRL text tasks (spec lmrl.md §1): spaces, actions, info, seeding."""
+"""Conventions shared by the LMRL text tasks: spaces, actions, info, seeding."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""Text-Nav (spec lmrl.md §2, §3.2, §4): the house, the grammar, reward rules, oracle, dataset."""
+"""Text-Nav: the house, the grammar, reward rules, oracle, dataset."""
 
 from itertools import product
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.text_nav import TextNavOracle
 from omnigym.envs.lmrl.datasets import generate
 from omnigym.envs.lmrl.normalization import normalize
 from omnigym.envs.lmrl.text_nav import (
@@ -15,7 +16,6 @@ from omnigym.envs.lmrl.text_nav import (
     State,
     TextNavBehaviour,
     TextNavEnv,
-    TextNavOracle,
     load_house,
     task_state,
     walkthrough,

@@ -1,14 +1,14 @@
-"""Wordle (spec lmrl.md §3.3, §2): word lists, feedback, reward rules, hidden word, oracle."""
+"""Wordle: word lists, feedback, reward rules, hidden word, oracle."""
 
 import numpy as np
 import pytest
 
 import omnigym
+from omnigym.agents.lmrl.wordle import WordleOracle
 from omnigym.envs.lmrl.normalization import load_constants, normalize
 from omnigym.envs.lmrl.wordle import (
     FEEDBACK_TEXT,
     WordleEnv,
-    WordleOracle,
     feedback_table,
     guess_index,
     word_lists,

@@ -10,7 +10,7 @@ that read it.
 
 Departures from LMRL-Gym:
 
-- The buyer is the rule-based state machine of spec ``lmrl.md`` §3.8, not a language model
+- The buyer is a rule-based state machine, not a language model
   fine-tuned on GPT-3.5 dialogues. It reads the seller's utterance with keyword patterns: dollar
   amounts (the offer is the last one of at least $1,000), discount words, feature names and
   brand names. It keeps a satisfaction and a patience counter, and accepts the standing offer
@@ -28,7 +28,7 @@ Departures from LMRL-Gym:
   and penalised as the buyer would: it costs the buyer one more patience point and one
   satisfaction point, and is otherwise ignored. Rewards come only with the decision, so the
   penalty is a smaller chance of a sale, and the analytic minimum return stays 0.
-- Rewards (spec §3.8): ``reward_mode="ratio"`` (default; LMRL's code) pays price / ((budget +
+- Rewards: ``reward_mode="ratio"`` (default; LMRL's code) pays price / ((budget +
   MSRP) / 2) for a sale and 0 otherwise; ``"code"`` adds LMRL's code's −(budget − MSRP) / MSRP
   for no sale; ``"revenue"`` pays price / 1000 (the paper's "sale price"). The final step's
   ``normalized_score`` always scores the decision's ratio reward, the one LMRL normalizes.
@@ -36,7 +36,7 @@ Departures from LMRL-Gym:
   ``truncated``.
 - The profile's values (13 brands, the brand x type MSRP table, the phrasings) are ours;
   LMRL-Gym's come from its GPT-3.5 prompts.
-- Normalized score: spec §6 gives only LMRL's minimum (0). Our ``avg`` is the mean return of
+- Normalized score: LMRL-Gym gives only the minimum (0). Our ``avg`` is the mean return of
   the behaviour dataset and ``max`` the oracle's, as for the other tasks. The dataset matches
   LMRL's success rate (0.53) but not its mean return (0.562): our buyer never pays more than
   10 % over its budget and the dataset's sellers open near the list price, so a sale's ratio is
@@ -44,19 +44,20 @@ Departures from LMRL-Gym:
 - ``LMRL/CarDealerDuo-v0`` (ours; LMRL's buyer is always a simulator): the buyer decides in its
   own words, read with the ``decision`` patterns of the data file.
 
-Agents (:mod:`.agents`): :class:`CarDealerBehaviour`, the dataset policy, mixes three scripted
-seller styles; :class:`CarDealerOracle` plays the same styles, picked for the buyer at hand, and
-prices from what the buyer has said, never from the hidden profile.
+The scripted seller (:mod:`.agents`): :class:`CarDealerBehaviour`, the dataset policy, mixes
+three scripted seller styles; the oracle (:mod:`omnigym.agents.lmrl.car_dealer`) plays the same
+styles, picked for the buyer at hand, and prices from what the buyer has said, never from the
+hidden profile. The dataset policy is the task's data generator and stays with the task.
 
 The buyer's rules are written by hand because they are the task itself; no library models a
 car buyer.
 
 Modules: :mod:`.data` (the data file and the text helpers), :mod:`.buyer` (profile, negotiation,
-scripted buyer), :mod:`.env` (:class:`CarDealerEnv`), :mod:`.agents` (the scripted sellers
-:class:`CarDealerBehaviour` and :class:`CarDealerOracle`) and :mod:`.duo` (the two-agent forms).
+scripted buyer), :mod:`.env` (:class:`CarDealerEnv`), :mod:`.agents` (the scripted seller's
+pieces and :class:`CarDealerBehaviour`) and :mod:`.duo` (the two-agent forms).
 """
 
-from .agents import BuyerReading, CarDealerBehaviour, CarDealerOracle, seller_line
+from .agents import BuyerReading, CarDealerBehaviour, offer_line, seller_line
 from .buyer import REWARD_MODES, BuyerProfile, Decision, Heard, Negotiation, ScriptedBuyer
 from .data import (
     DATA_PATH,
@@ -82,7 +83,6 @@ __all__ = [
     "CarDealerDuoAECEnv",
     "CarDealerDuoParallelEnv",
     "CarDealerEnv",
-    "CarDealerOracle",
     "Decision",
     "Heard",
     "KeywordIndex",
@@ -93,6 +93,7 @@ __all__ = [
     "TextObservation",
     "load_data",
     "money",
+    "offer_line",
     "readable",
     "seller_line",
     "words",

@@ -1,14 +1,13 @@
-"""Car Dealer's scripted sellers: the behaviour policy of the dataset and the oracle.
+"""Car Dealer's scripted seller: what a seller reads of the buyer, its lines, the dataset policy.
 
 Follows the Car Dealer task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232), whose
 data come from GPT-3.5 sellers; here the sellers are scripted. :class:`CarDealerBehaviour` (the
 dataset policy) mixes three scripted seller styles, discount-giver, feature-talker and concise,
-that open near the list price and cut it a little every turn. :class:`CarDealerOracle` plays the
-same three styles, choosing each turn the one that suits the strategy the buyer has shown, and
-prices from what the buyer has said: it asks for the budget, undoes the discount-seeker's
-understatement and narrows the possible budgets after every reaction. It reads only
-``info["last_message"]``, its own past utterances and the public data file, never the hidden
-profile.
+that open near the list price and cut it a little every turn. :class:`BuyerReading` (what the
+buyer's lines have told a seller), :func:`seller_line` and :func:`offer_line` (a style's
+wording) are the pieces every scripted seller speaks with; the oracle
+(:mod:`omnigym.agents.lmrl.car_dealer`) plays the same styles. They read only the buyer's
+lines and the public data file, never the hidden profile.
 """
 
 from __future__ import annotations
@@ -23,12 +22,6 @@ import numpy as np
 from omnigym.envs.lmrl.text_task import ScriptedBehaviour, require_finite_number
 
 from .data import BUYER, STYLES, CarDealerData, load_data, money, spoken_list
-
-STYLE_FOR_STRATEGY = {
-    "discount-seeker": "discount-giver",
-    "feature-seeker": "feature-talker",
-    "impatient": "concise",
-}
 
 
 @dataclass
@@ -105,7 +98,7 @@ def _list_price(price: float, previous: float | None, msrp: float) -> float:
     return reference if reference > price else math.ceil(price * 1.1 / 100.0) * 100.0
 
 
-def _offer_line(
+def offer_line(
     data: CarDealerData,
     style: str,
     reading: BuyerReading,
@@ -137,7 +130,7 @@ def _require_range(name: str, value: Any) -> tuple[float, float]:
 
 
 class CarDealerBehaviour(ScriptedBehaviour):
-    """The Car Dealer dataset policy: a mixture of three scripted seller styles (spec §4).
+    """The Car Dealer dataset policy: a mixture of three scripted seller styles.
 
     Each episode draws a style (``style_weights`` over discount-giver, feature-talker,
     concise), an opening markup over the list price (uniform in ``markup``) and a price cut
@@ -215,90 +208,4 @@ class CarDealerBehaviour(ScriptedBehaviour):
         self._price = price = round(price, -2)
         features = reading.wanted or _rotating_features(data, self._offers)
         self._offers += 1
-        return _offer_line(data, style, reading, price, previous, features)
-
-
-class CarDealerOracle:
-    """The best of the three scripted seller styles for the buyer at hand, picked each turn.
-
-    Reads only ``info["last_message"]`` (the buyer's latest line), ``info["turn"]``, its own
-    past utterances and the public data file; never the profile. It opens by asking for the
-    car, the features and the budget; from the replies it learns the wanted car and features,
-    the stated budget, if any (undoing a discount-seeker's public understatement rule), and the
-    strategy (the buyer's cue). Each later turn it speaks in the style that meets that
-    strategy's condition (discount-seeker: discount-giver; feature-seeker: feature-talker,
-    naming the known wanted features; impatient: concise, which keeps within its word limit),
-    and offers the highest price the most generous budget still possible would accept, given
-    the satisfaction its own utterances have earned. Each "too expensive" or "way over"
-    reaction rules budgets out; an offer that draws neither rules out the budgets that would
-    have refused it.
-    """
-
-    def __init__(self, env: Any = None) -> None:
-        self.data = load_data()
-        self._begin()
-
-    def reset(self, seed: int | None = None) -> None:
-        self._begin()
-
-    def _begin(self) -> None:
-        self._reading = BuyerReading()
-        self._candidates = list(self.data.budgets)
-        self._offer: tuple[float, int] | None = None
-        self._said_features: set[str] = set()
-        self._discounts = 0
-        self._way_over = 0
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        data = self.data
-        if info["turn"] == 0:
-            self._begin()
-            return seller_line(data, "feature-talker", "greeting_with_budget")
-        reading = self._reading
-        reading.read(data, info["last_message"])
-        self._narrow_budgets()
-        style = STYLE_FOR_STRATEGY.get(reading.strategy, "discount-giver")
-        features = reading.wanted if style == "feature-talker" else []
-        satisfaction = (
-            (reading.brand is not None)
-            + len(set(reading.wanted) & (self._said_features | set(features)))
-            + self._discounts
-            + (style == "discount-giver")
-            - self._way_over
-        )
-        budget = max(self._candidates) if self._candidates else min(data.budgets)
-        price = float(math.floor(data.ceiling(budget, satisfaction)))
-        previous = self._offer[0] if self._offer else None
-        self._offer = (price, satisfaction)
-        self._said_features |= set(features)
-        self._discounts += style == "discount-giver"
-        return _offer_line(data, style, reading, price, previous, features)
-
-    def _narrow_budgets(self) -> None:
-        """Keep the budgets consistent with the buyer's latest line."""
-        data, reading = self.data, self._reading
-        kept = self._candidates
-        if "budget" in reading.kinds and reading.stated_budget is not None:
-            strategies = [reading.strategy] if reading.strategy else list(data.strategies)
-            kept = [
-                budget
-                for budget in kept
-                if any(
-                    data.stated_budget(budget, strategy) == reading.stated_budget
-                    for strategy in strategies
-                )
-            ]
-        if self._offer is not None:
-            price, satisfaction = self._offer
-            if "way_too_expensive" in reading.kinds:
-                self._way_over += 1
-                kept = [b for b in kept if b * data.way_over_ratio < price]
-            elif "too_expensive" in reading.kinds:
-                kept = [
-                    b
-                    for b in kept
-                    if data.ceiling(b, satisfaction) < price <= b * data.way_over_ratio
-                ]
-            else:
-                kept = [b for b in kept if data.ceiling(b, satisfaction) >= price]
-        self._candidates = kept
+        return offer_line(data, style, reading, price, previous, features)

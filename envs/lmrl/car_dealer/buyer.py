@@ -4,8 +4,8 @@ the features mentioned, the decision and its rewards) and the scripted buyer of
 
 Follows the Car Dealer task of LMRL-Gym (Abdulhai et al., ICML 2025; arXiv 2311.18232), whose
 buyer is a language model fine-tuned on GPT-3.5 dialogues; here it is the rule-based state
-machine of spec ``lmrl.md`` §3.8 (the package docstring, :mod:`omnigym.envs.lmrl.car_dealer`,
-gives its rules and the departures).
+machine that the package docstring (:mod:`omnigym.envs.lmrl.car_dealer`) describes, with the
+departures.
 """
 
 from __future__ import annotations

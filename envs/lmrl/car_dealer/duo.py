@@ -122,7 +122,7 @@ _DUO_DOC = """
     ``Buyer: ...``; buyer, its profile line (``Buyer profile: ...``) then the transcript |
 
     ## Description
-    LMRL-Gym's Car Dealer with the buyer played by an agent too (spec ``lmrl.md`` §3.8). The
+    LMRL-Gym's Car Dealer with the buyer played by an agent too (``docs/lmrl.md``). The
     seller's utterances are read as in ``LMRL/CarDealer-v0`` (the offer is the last dollar
     amount of at least $1,000). The buyer decides with its words: a line with "no deal", "I
     reject", "goodbye" or "bye" rejects; otherwise one with "deal!", "I accept" or "I'll take
