@@ -51,9 +51,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import OfflineAgent, resolve_target_cost
 from omnigym.envs.safety.core import check_target_cost
 from omnigym.envs.safety.dsrl import episode_bounds
+
+from .offline import OfflineAgent, resolve_target_cost
 
 TOKENS_PER_STEP = 4  # reward-to-go, cost-to-go, state, action
 STATE_TOKEN = 2

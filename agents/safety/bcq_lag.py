@@ -56,7 +56,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import (
+from omnigym.envs.safety.dsrl import trajectory_returns
+
+from .offline import (
     Batches,
     OfflineAgent,
     check_hidden,
@@ -64,7 +66,6 @@ from omnigym.agents.offline import (
     mlp,
     resolve_target_cost,
 )
-from omnigym.envs.safety.dsrl import trajectory_returns
 
 LOG_STD_MIN, LOG_STD_MAX = -4.0, 15.0  # BCQ's clamp on the CVAE encoder's log σ
 LATENT_CLIP = 0.5  # BCQ samples the decoder's latent from N(0, I) clipped to ±0.5

@@ -169,7 +169,8 @@ class OfflineAgent:
     name = "offline"
     # When κ (``target_cost``) shapes the agent: None (never: BC-All, FISOR, SDQC), "train" (it is
     # trained for one κ: BC-Safe, BCQ-Lag) or "act" (one model, κ set by ``set_target_cost``
-    # before playing: CDT). The DSRL experiment (omnigym.evaluators.dsrl_experiment) trains and plays by it.
+    # before playing: CDT). The DSRL experiment (omnigym.evaluators.dsrl_experiment) trains and
+    # plays by it.
     target_cost_use: str | None = None
 
     def __init__(self, env: Any = None, seed: int = 0, **config: Any):

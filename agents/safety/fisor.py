@@ -20,8 +20,8 @@ forever, and the agent maximises reward only there. The algorithm, top to bottom
 
 Departures from the paper, each deliberate:
 
-- the actor is the tanh-Gaussian MLP of ``omnigym.agents.offline`` (the spec's "lite" choice),
-  not FISOR's diffusion model; the weight function is the same;
+- the actor is the tanh-Gaussian MLP of ``omnigym.agents.safety.offline`` (the spec's "lite"
+  choice), not FISOR's diffusion model; the weight function is the same;
 - the weight follows the spec's two-case form: in a feasible state an infeasible action
   (Q_h > 0) falls under the second case, exp(5·(V_h − Q_h)) with V_h − Q_h < 0, a small weight
   where the paper gives zero;
@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, mlp
+from .offline import Batches, GaussianPolicy, OfflineAgent, mlp
 
 H_UNSAFE = 25.0  # h where the step costs (FISOR's value)
 H_SAFE = -1.0  # h where it does not

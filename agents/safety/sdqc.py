@@ -63,9 +63,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from omnigym.agents import fisor
-from omnigym.agents.fisor import expectile_loss
-from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, mlp
+from . import fisor
+from .fisor import expectile_loss
+from .offline import Batches, GaussianPolicy, OfflineAgent, mlp
 
 DEFAULT_BUDGET = 7_000
 REWARD_WEIGHT_CLIP, COST_WEIGHT_CLIP = 100.0, 150.0

@@ -31,7 +31,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import (
+from omnigym.envs.safety.dsrl import select_trajectories, trajectory_returns
+
+from .offline import (
     Batches,
     OfflineAgent,
     check_hidden,
@@ -39,7 +41,6 @@ from omnigym.agents.offline import (
     mlp,
     resolve_target_cost,
 )
-from omnigym.envs.safety.dsrl import select_trajectories, trajectory_returns
 
 
 class BCAll(OfflineAgent):
