@@ -2,7 +2,7 @@
 
 Follows DSRL's baselines as implemented in OSRL (Liu et al., "Datasets and Benchmarks for
 Offline Safe Reinforcement Learning", DMLR 2024; OSRL ``algorithms/bc.py`` with
-``bc_mode="all"`` and ``"safe"``), spec ``safety.md`` §6.
+``bc_mode="all"`` and ``"safe"``); ``docs/safety.md``.
 
 Algorithm:
 

@@ -3,8 +3,8 @@
 Follows BCQ (Fujimoto, Meger, Precup, "Off-Policy Deep Reinforcement Learning without
 Exploration", ICML 2019) extended to constraints as OSRL's BCQ-L baseline of DSRL (Liu et al.,
 DMLR 2024; OSRL ``algorithms/bcql.py``), with the PID Lagrangian of Stooke, Achiam, Abbeel
-("Responsive Safety in Reinforcement Learning by PID Lagrangian Methods", ICML 2020); spec
-``safety.md`` §6.
+("Responsive Safety in Reinforcement Learning by PID Lagrangian Methods", ICML 2020);
+``docs/safety.md``.
 
 Algorithm, per gradient update on a minibatch (s, a, r, c, s′, d):
 
@@ -40,7 +40,7 @@ Departures from OSRL, each deliberate:
   256 (OSRL 512), a default budget of 30k updates (OSRL 100k), no reward scaling. The n = 10
   candidate targets dominate the cost of an update (about 3 GFLOP at 256×256, a quarter of that
   at 128×128), and only the smaller width brings 30k updates near the five minutes per
-  (task, seed) of the spec on two CPU cores;
+  (task, seed) budgeted for each baseline on two CPU cores;
 - the three critics are one batched module (``Critics``) with one Adam optimiser, which is the
   same computation as three MLPs with three optimisers in fewer, larger operations.
 """
