@@ -11,11 +11,12 @@ scored under DSRL's protocol (:mod:`omnigym.evaluators.dsrl`), through the exper
    (or loads its checkpoint, :meth:`~omnigym.evaluators.experiment.RunFolder.checkpoint` with
    one folder per training κ), then plays it.
 
-How κ enters an agent is its class's ``target_cost_use``: agents trained for one κ (BC-Safe,
-BCQ-Lag) are trained once per threshold; CDT is trained once and told each κ before playing;
-the others (BC-All, FISOR, SDQC) ignore κ, so they are trained and played once and their
-episodes are scored at every threshold. Records carry ``task`` (the training task),
-``agent_base`` (the label without κ), ``target_cost`` (κ played) and ``kappa_free``.
+How κ enters an agent is its class's ``target_cost_use`` (the Safe agents' base,
+:class:`omnigym.agents.safety.offline.OfflineAgent`): agents trained for one κ (BC-Safe, BCQ-Lag)
+are trained once per threshold; CDT is trained once and told each κ before playing; the others
+(BC-All, FISOR, SDQC) ignore κ, so they are trained and played once and their episodes are scored at
+every threshold. Records carry ``task`` (the training task), ``agent_base`` (the label without κ),
+``target_cost`` (κ played) and ``kappa_free``.
 
 Options (each optional):
 
@@ -96,7 +97,7 @@ class Unit:
         budget = self.agent.train.budget if self.agent.train else 0
         return _UPDATE_COST.get(self.agent.name, 4.0) * budget
 
-    def keys(self) -> list[tuple[str, str, int, int]]:
+    def episode_keys(self) -> list[tuple[str, str, int, int]]:
         return [
             (play.env_id, play.label, self.seed, episode)
             for play in self.plays
@@ -163,7 +164,9 @@ class DSRLExperiment(Experiment):
                     continue
                 use = getattr(load_agent_factory(agent.name, task), "target_cost_use", None)
                 label = agent.display
-                seeds = grid.get("seeds", scenario.seeds) if label in grid_labels else scenario.seeds
+                seeds = (
+                    grid.get("seeds", scenario.seeds) if label in grid_labels else scenario.seeds
+                )
                 for seed in seeds:
                     units += self._units_of(task, agent, seed, use, kappas, strict, shifted)
         return units
@@ -205,10 +208,10 @@ class DSRLExperiment(Experiment):
         return [Unit(train_cost=None, plays=tuple(plays), checkpoint=str(base), **common)]
 
     def episode_keys(self) -> list[tuple[str, str, int, int]]:
-        return [key for unit in self.units for key in unit.keys()]
+        return [key for unit in self.units for key in unit.episode_keys()]
 
     def _todo(self) -> list[Unit]:
-        return [u for u in self.units if not all(key in self.store for key in u.keys())]
+        return [u for u in self.units if not all(key in self.store for key in u.episode_keys())]
 
     def datasets(self) -> None:
         """Generate (or find) the dataset of every task that still has units to run."""
