@@ -1,4 +1,4 @@
-"""Seconds to generate and grid-filter 10^6 transitions of a Safe task (issue 5 goal: < 120 s).
+"""Seconds to generate and grid-filter 10^6 transitions of a Safe task (goal: < 120 s).
 
     .venv/bin/python benchmarks/safe_datasets.py [--env Safe/PointGoal1-v0] [--transitions N]
 

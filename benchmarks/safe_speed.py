@@ -1,4 +1,4 @@
-"""Steps per second of every Safe task on one core (issue 5 goal: >= 50,000 each); prints JSON.
+"""Steps per second of every Safe task on one core (goal: >= 50,000 each); prints JSON.
 
     .venv/bin/python benchmarks/safe_speed.py [--quick] [--ids ID ...]
 

@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/safe_train.py [--env Safe/PointGoal1-v0] [--profile quick|full]
 
-Reads the claims scenario, generates its dataset of ``--env`` (the profile's ``n_traj``), and
-trains every agent of the scenario once with the profile's budget (gradient updates) on one
-torch thread, as the scenario's workers do. Reports seconds per training unit, updates per
-second, and for the full budgets the spec's limits (safety.md §6–§7: at most 5 minutes per
-baseline and 15 minutes for SDQC per task and seed) with the ratio limit / measured. A plain
-script: nothing is asserted. Prints JSON. Timings on a shared machine vary by ±30 %.
+Reads the claims scenario, generates its dataset of ``--env`` (the profile's ``n_traj``), and trains
+every agent of the scenario once with the profile's budget (gradient updates) on one torch thread,
+as the scenario's workers do. Reports seconds per training unit, updates per second, and for the
+full budgets the limits set for them (at most 5 minutes per baseline and 15 minutes for SDQC per
+task and seed, on two CPU cores) with the ratio limit / measured. A plain script: nothing is
+asserted. Prints JSON. Timings on a shared machine vary by ±30 %.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ scored under DSRL's protocol (:mod:`omnigym.evaluators.dsrl`), through the exper
    (or loads its checkpoint, :meth:`~omnigym.evaluators.experiment.RunFolder.checkpoint` with
    one folder per training κ), then plays it.
 
-How κ enters an agent is its class's ``target_cost_use``: agents trained for one κ (BC-Safe,
-BCQ-Lag) are trained once per threshold; CDT is trained once and told each κ before playing;
-the others (BC-All, FISOR, SDQC) ignore κ, so they are trained and played once and their
-episodes are scored at every threshold. Records carry ``task`` (the training task),
-``agent_base`` (the label without κ), ``target_cost`` (κ played) and ``kappa_free``.
+How κ enters an agent is its class's ``target_cost_use`` (the Safe agents' base,
+:class:`omnigym.agents.safety.offline.OfflineAgent`): agents trained for one κ (BC-Safe, BCQ-Lag)
+are trained once per threshold; CDT is trained once and told each κ before playing; the others
+(BC-All, FISOR, SDQC) ignore κ, so they are trained and played once and their episodes are scored at
+every threshold. Records carry ``task`` (the training task), ``agent_base`` (the label without κ),
+``target_cost`` (κ played) and ``kappa_free``.
 
 Options (each optional):
 

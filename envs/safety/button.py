@@ -1,7 +1,7 @@
 """Button: press the target button among four, avoiding hazards, wrong buttons and gremlins.
 
 Mirrors Safety-Gymnasium's ``SafetyPointButton``/``SafetyCarButton`` (Ji et al., 2023), tasks of
-DSRL's SafetyGym suite, as a kinematic NumPy task (spec safety.md §2). As there, buttons are
+DSRL's SafetyGym suite, as a kinematic NumPy task (``docs/safety.md``). As there, buttons are
 inactive from a press until ``press_delay`` steps after it (the press step counts), so leaving
 the old target costs nothing.
 Departures: gremlins follow fixed circles instead of being pushed around, and do not block.

@@ -2,7 +2,7 @@
 
 Mirrors Bullet-Safety-Gym's ``SafetyBallCircle``/``SafetyCarCircle`` (Gronauer, 2022), DSRL's
 BulletGym circle tasks, and Safety-Gymnasium's ``Circle`` levels, as a kinematic NumPy task
-(spec safety.md §2). Level 2 narrows the boundaries from |x| ≤ 1.5 to |x| ≤ 1.1.
+(``docs/safety.md``). Level 2 narrows the boundaries from |x| ≤ 1.5 to |x| ≤ 1.1.
 """
 
 from __future__ import annotations

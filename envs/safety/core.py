@@ -2,7 +2,7 @@
 
 The tasks mirror the families of DSRL (Liu et al., "Datasets and Benchmarks for Offline Safe
 Reinforcement Learning", DMLR 2024), whose Safety-Gymnasium and Bullet-Safety-Gym tasks are
-MuJoCo/Bullet simulations; here they are small NumPy/Numba environments (spec safety.md §1–§2).
+MuJoCo/Bullet simulations; here they are small NumPy/Numba environments (``docs/safety.md``).
 
 Departures from those simulators, all for speed and determinism: robots are kinematic (Point:
 first-order lag on forward speed and a commanded turn rate; Car: the same from two wheel
@@ -10,7 +10,7 @@ commands), walls clamp the position, objects other than the Push box never move 
 the per-step cost is 1 when any constraint is violated (not the sum over violations).
 
 :class:`SafeEnv` runs the episode (action check, horizon, ``info["cost"]``, the final-step
-metrics of spec §5); :class:`PlanarEnv` adds a Point or Car robot in the 6 × 6 arena;
+metrics of DSRL's protocol); :class:`PlanarEnv` adds a Point or Car robot in the 6 × 6 arena;
 :class:`ObjectEnv` adds objects sensed by 16-bin pseudo-lidars, one block of bins per object
 kind, computed for all objects at once by one Numba kernel (:func:`sense`).
 """
@@ -169,7 +169,8 @@ class SafeEnv(gym.Env):
         return observation, reward, False, truncated, info
 
     def episode_metrics(self) -> dict[str, float]:
-        """Episode return and cost so far, normalized as in DSRL (spec §5).
+        """Episode return and cost so far, normalized as in DSRL: reward
+        (R − R_min) / (R_max − R_min), cost (C + ε) / (κ + ε) with ε = 1 when κ = 0.
 
         ``normalized_reward`` and ``normalized_score`` appear only when ``references.yaml``
         holds this id's reference returns.
@@ -208,7 +209,7 @@ class SafeEnv(gym.Env):
 
 
 class PlanarEnv(SafeEnv):
-    """A Point or Car robot in the arena (spec §2).
+    """A Point or Car robot in the arena.
 
     Point, action (forward, turn): v ← v + (v_max·a₀ − v)·dt/τ, θ ← θ + ω_max·a₁·dt. Car, action
     (left wheel, right wheel): the same lag toward v_max·(a_l + a_r)/2, ω = ω_max·(a_r − a_l)/2.

@@ -1,7 +1,7 @@
 """The DSRL data layer: episode bookkeeping, the grid filter, the HDF5 format and the metrics.
 
 Follows DSRL (Liu et al., "Datasets and Benchmarks for Offline Safe Reinforcement Learning",
-DMLR 2024; spec ``safety.md`` §3-§5). Everything here works on arrays and knows no environment:
+DMLR 2024; ``docs/safety.md``). Everything here works on arrays and knows no environment:
 
 - a dataset is a dict of the seven :data:`KEYS`, rows in trajectory order, an episode ending on
   each row where ``terminals or timeouts`` (:func:`episode_bounds`, :func:`trajectory_returns`,

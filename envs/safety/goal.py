@@ -1,7 +1,7 @@
 """Goal: drive to a goal while avoiding hazards (and vases at level 2).
 
 Mirrors Safety-Gymnasium's ``SafetyPointGoal``/``SafetyCarGoal`` (Ji et al., 2023), the tasks of
-DSRL's SafetyGym suite, as a kinematic NumPy task (spec safety.md §2). Departure: vases do not
+DSRL's SafetyGym suite, as a kinematic NumPy task (``docs/safety.md``). Departure: vases do not
 move or block the robot; touching one costs 1 per step.
 """
 

@@ -1,4 +1,4 @@
-"""Export of DSRL-format Safe datasets to Minari, and their reading back (spec safety.md §10).
+"""Export of DSRL-format Safe datasets to Minari, and their reading back.
 
 Minari (Farama Foundation) is Gymnasium's standard store of offline datasets: episodes of
 ``T + 1`` observations, ``T`` actions, rewards, terminations and truncations, plus per-step

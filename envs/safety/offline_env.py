@@ -1,10 +1,10 @@
 """``OfflineSafeEnv``: a Safe task with its offline dataset, DSRL's ``OfflineEnv`` interface.
 
 DSRL (Liu et al., DMLR 2024) wraps each task in an ``OfflineEnv`` that downloads the task's HDF5
-file, normalizes scores against per-task references and pre-processes the data (spec safety.md
-§4). This wrapper does the same over a Safe env with the committed references
-(``envs/safety/data/references.yaml``), except that nothing is downloaded: the dataset is the
-one made locally by ``python -m omnigym.envs.safety.datasets generate`` and looked up in
+file, normalizes scores against per-task references and pre-processes the data (density, outliers,
+noise, in-painting, frontier). This wrapper does the same over a Safe env with the committed
+references (``envs/safety/data/references.yaml``), except that nothing is downloaded: the dataset is
+the one made locally by ``python -m omnigym.envs.safety.datasets generate`` and looked up in
 ``$OMNIGYM_DATA_DIR`` (default: the working directory) under DSRL's file name.
 """
 

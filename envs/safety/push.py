@@ -1,7 +1,7 @@
 """Push: push a box onto a goal while avoiding hazards (and pillars at level 2).
 
 Mirrors Safety-Gymnasium's ``SafetyPointPush``/``SafetyCarPush`` (Ji et al., 2023) as a kinematic
-NumPy task (spec safety.md §2). Departures: contact is kinematic — while the robot touches the
+NumPy task (``docs/safety.md``). Departures: contact is kinematic — while the robot touches the
 box, the box moves with the robot's velocity component along the contact normal (only when it
 points into the box); pillars do not block, touching one costs 1 per step.
 """

@@ -1,7 +1,7 @@
 """Run: go as far as possible along +x inside a corridor, under a speed limit.
 
 Mirrors Bullet-Safety-Gym's ``SafetyBallRun``/``SafetyCarRun`` (Gronauer, 2022), DSRL's BulletGym
-run tasks, as a kinematic NumPy task (spec safety.md §2). Departure from the 6 × 6 arena of the
+run tasks, as a kinematic NumPy task (``docs/safety.md``). Departure from the 6 × 6 arena of the
 other tasks: the corridor is unbounded along x (walls only at |y| = 3), so a 200-step episode
 can cover its full length.
 """

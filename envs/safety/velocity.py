@@ -2,7 +2,7 @@
 
 Mirrors the velocity-constrained locomotion tasks of Safety-Gymnasium (``SafetyHalfCheetah
 Velocity`` and kin, DSRL's velocity suite) with the body reduced to a 1-D mass under a force and
-linear drag (spec safety.md §2): du/dt = f·a − k·u, so the top speed is u_max = f / k.
+linear drag (``docs/safety.md``): du/dt = f·a − k·u, so the top speed is u_max = f / k.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import omnigym
-from omnigym.agents.bc import BCAll, BCSafe
+from omnigym.agents.safety.bc import BCAll, BCSafe
 
 SMALL = {"hidden": (32, 32), "batch_size": 64}
 EPISODE_COSTS = [0.0, 5.0, 12.0, 3.0, 30.0, 12.0]  # cost returns of the six 60-step episodes

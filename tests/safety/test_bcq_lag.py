@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import omnigym
-from omnigym.agents.bcq_lag import BCQLag, Critics, PIDLagrangian, per_step_cost_threshold
-from omnigym.agents.offline import Batches
+from omnigym.agents.safety.bcq_lag import BCQLag, Critics, PIDLagrangian, per_step_cost_threshold
+from omnigym.agents.safety.offline import Batches
 
 SMALL = {"hidden": (32, 32), "batch_size": 64, "num_candidates": 5}
 

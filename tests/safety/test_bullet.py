@@ -1,6 +1,6 @@
-"""Bullet-Safety-Gym under the Safe conventions (spec safety.md §10): the four ``Safe/Bullet*``
-ids, their DSRL horizons and ``cmax``, ``info["cost"]``, final metrics and determinism. Skipped
-where the optional ``bullet-safety-gym`` (and ``pybullet``) are absent."""
+"""Bullet-Safety-Gym under the Safe conventions: the four ``Safe/Bullet*`` ids, their DSRL horizons
+and ``cmax``, ``info["cost"]``, final metrics and determinism. Skipped where the optional
+``bullet-safety-gym`` (and ``pybullet``) are absent."""
 
 import pickle
 import subprocess

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import omnigym
-from omnigym.agents.cdt import CDTLite, frontier_relabel_targets
+from omnigym.agents.safety.cdt import CDTLite, frontier_relabel_targets
 
 SMALL = {"embed_dim": 32, "heads": 2, "context": 5, "batch_size": 16, "lr": 1e-3}
 

@@ -1,4 +1,4 @@
-"""Safe tasks: rewards, costs, levels, spaces, errors and episode metrics (spec safety.md §1–§2)."""
+"""Safe tasks: rewards, costs, levels, spaces, errors and episode metrics (``docs/safety.md``)."""
 
 import math
 
@@ -34,7 +34,7 @@ def _clear(env, rows):
     env._positions[rows] = FAR
 
 
-def test_every_spec_id_is_registered_with_the_safe_family():
+def test_the_nineteen_documented_ids_are_registered_with_the_safe_family():
     robots = ("Point", "Car")
     expected = {
         f"Safe/{r}{f}{lv}-v0"

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import omnigym
-from omnigym.agents.fisor import (
+from omnigym.agents.safety.fisor import (
     FISORLite,
     cost_to_h,
     expectile_loss,

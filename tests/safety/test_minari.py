@@ -1,6 +1,6 @@
 """Minari export: a Safe dataset round-trips through Minari with identical arrays, its costs in
-``infos["cost"]`` and its references and ``obs_groups`` in the metadata (spec safety.md §10).
-Skipped where the optional ``minari`` package is absent, except the missing-package message."""
+``infos["cost"]`` and its references and ``obs_groups`` in the metadata. Skipped where the optional
+``minari`` package is absent, except the missing-package message."""
 
 import json
 import sys

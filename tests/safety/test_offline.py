@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import omnigym
-from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, as_dataset, mlp
+from omnigym.agents.safety.offline import Batches, GaussianPolicy, OfflineAgent, as_dataset, mlp
 
 
 def synthetic(n=64, obs_dim=5, act_dim=2, seed=0):

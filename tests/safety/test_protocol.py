@@ -39,7 +39,7 @@ def _record(agent, seed, episode, cost, reward, kappa, kappa_free=False, env=GOA
     }
 
 
-def test_thresholds_follow_the_spec_table():
+def test_thresholds_are_dsrls_scaled_to_the_horizon_with_a_strict_low_one():
     assert thresholds(GOAL) == ((6.0, 12.0, 24.0), 3.0)
     assert thresholds("Safe/PointCircle1-v0") == ((10.0, 20.0, 40.0), 5.0)
     assert level2_id(GOAL) == "Safe/PointGoal2-v0"
@@ -245,10 +245,15 @@ def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_pat
     assert all(d["train_seconds"] > 0 and d["updates"] == 4 for d in diagnostics)
     assert len([d for d in diagnostics if d["agent"] == "BC-Safe"]) == 8  # 2 tasks x 4 κ
     assert "## Training time" in (out / "scorecard.md").read_text()
+    # The checker reads this run's tables (each claim's verdicts: test_sdqc_claims.py).
     claims = json.loads((out / "claims.json").read_text())["claims"]
     assert [c["id"] for c in claims] == list(range(1, 10))
-    assert all(c["status"] in {"pass", "fail", "recorded", "not run"} for c in claims)
+    fisor = [r for r in strict if r["agent"] == "FISOR" and r["task"] == r["env_id"]]
+    assert claims[3]["measured"]["average_cost"]["FISOR"] == pytest.approx(
+        sum(r["normalized_cost"]["mean"] for r in fisor) / len(fisor)
+    )
     assert claims[8]["status"] == "not run"  # no grid in the smoke run
+    assert "## Claims" in (out / "claims.md").read_text()
     assert "## strict protocol" in (out / "scorecard.md").read_text()
     # Checkpoints load with weights_only (OfflineAgent.load) and a second run plays nothing new.
     before = (out / "episodes.jsonl").read_text()

@@ -1,4 +1,4 @@
-"""Robot dynamics and pseudo-lidar of the Safe tasks (spec safety.md §2)."""
+"""Robot dynamics and pseudo-lidar of the Safe tasks (``docs/safety.md``)."""
 
 import math
 

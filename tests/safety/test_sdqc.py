@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import omnigym
-from omnigym.agents.sdqc import (
+from omnigym.agents.safety.sdqc import (
     COST,
     REWARD,
     SDQC,

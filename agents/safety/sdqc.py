@@ -1,7 +1,7 @@
 """SDQC: State Decoupling with Q-supervised Contrastive representation, at CPU scale.
 
 Follows Yang, Xu and Zhang, "Q-Supervised Contrastive Representation: A State Decoupling
-Framework for Safe Offline Reinforcement Learning" (ICML 2025; spec safety.md §7). The paper was
+Framework for Safe Offline Reinforcement Learning" (ICML 2025; ``docs/safety.md``). The paper was
 published without code; this file follows its description.
 
 The algorithm, top to bottom:
@@ -49,7 +49,7 @@ Departures from the paper, and why:
   Q-supervised contrastive loss.
   Without ``obs_groups`` (Bullet tasks) only ``"mlp"`` is available and both encoders read the
   whole observation;
-- the DDPM behaviour model the spec allows is not provided; the CVAE is.
+- the paper's alternative behaviour model, a T = 5 DDPM, is not provided; the CVAE is.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from omnigym.agents import fisor
-from omnigym.agents.fisor import expectile_loss
-from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, mlp
+from . import fisor
+from .fisor import expectile_loss
+from .offline import Batches, GaussianPolicy, OfflineAgent, mlp
 
 DEFAULT_BUDGET = 7_000
 REWARD_WEIGHT_CLIP, COST_WEIGHT_CLIP = 100.0, 150.0
@@ -535,10 +535,10 @@ class SDQC(OfflineAgent):
 
     def knn_q_consistency(self, observations: np.ndarray, k: int = 10, side: str = "both") -> float:
         """Mean |V(s) − V(s′)| over the ``k`` nearest neighbours s′ of each s in representation
-        space (spec claim 8), divided by the spread (std) of V over ``observations`` so the two
-        sides compare; ``side``: ``"reward"`` (V_r on z_r), ``"cost"`` (V_h^low on z_h) or
-        ``"both"`` (their mean). Lower is more consistent. V stands in for Q at in-support
-        actions (it is their expectile)."""
+        space (SDQC's ablation, claim 8 of ``scenarios/claims/sdqc.py``), divided by the spread
+        (std) of V over ``observations`` so the two sides compare; ``side``: ``"reward"`` (V_r on
+        z_r), ``"cost"`` (V_h^low on z_h) or ``"both"`` (their mean). Lower is more consistent. V
+        stands in for Q at in-support actions (it is their expectile)."""
         if not self.modules:
             raise RuntimeError("SDQC.knn_q_consistency() before learn() or load()")
         if side not in ("reward", "cost", "both"):

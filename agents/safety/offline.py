@@ -1,7 +1,7 @@
 """What the offline safe-RL agents share: datasets in, small torch networks, checkpoints out.
 
 The agents of the Safe family (``bc.py``, ``bcq_lag.py``, ``cdt.py``, ``fisor.py``, ``sdqc.py``;
-spec safety.md §6–§7) follow OSRL's and the papers' algorithms, each in one readable file. This
+``docs/safety.md``) follow OSRL's and the papers' algorithms, each in one readable file. This
 module holds only the plumbing they would otherwise each write again:
 
 - ``as_dataset(path_or_dict, env=None)``: a DSRL-format dataset (``omnigym.envs.safety.dsrl``)
@@ -11,7 +11,7 @@ module holds only the plumbing they would otherwise each write again:
   ``ValueError`` names the argument;
 - ``mlp``, ``GaussianPolicy``: the networks (a tanh-squashed Gaussian whose mean is the
   deterministic action, as in IQL/FISOR's weighted behaviour cloning);
-- ``OfflineAgent``: the agent protocol of DESIGN §3 for these agents — ``learn(dataset,
+- ``OfflineAgent``: omnigym's agent protocol for these agents — ``learn(dataset,
   budget)`` (budget = gradient updates), ``act(observation, info)``, ``reset(seed)``, and
   ``save``/``load`` of state dicts plus a JSON config (read with ``weights_only=True``).
 

@@ -1,10 +1,9 @@
 """CDT-lite: a small Constrained Decision Transformer, one model for every cost threshold.
 
-Follows CDT (Liu et al., "Constrained Decision Transformer for Offline Safe Reinforcement
-Learning", ICML 2023) at small scale, as spec ``safety.md`` §6 asks. Offline
-safe RL becomes sequence modelling: the policy reads the last K steps as tokens
-(reward-to-go, cost-to-go, state, action) and predicts each step's action from the tokens up to
-that step's state. The algorithm, top to bottom:
+Follows CDT (Liu et al., "Constrained Decision Transformer for Offline Safe Reinforcement Learning",
+ICML 2023) at small scale (``docs/safety.md``). Offline safe RL becomes sequence modelling: the
+policy reads the last K steps as tokens (reward-to-go, cost-to-go, state, action) and predicts each
+step's action from the tokens up to that step's state. The algorithm, top to bottom:
 
 1. Training data are trajectory segments of K steps with their reward-to-go
    R̂_t = Σ_{t′≥t} r_{t′} and cost-to-go Ĉ_t = Σ_{t′≥t} c_{t′}; the loss is the mean squared
@@ -27,7 +26,7 @@ Departures from the paper, each deliberate:
 
 - small: embedding width 32, 2 heads, 32 segments of K = 10 steps per update (the paper's
   models are several times wider and train on far larger batches), so that 30k updates fit the
-  spec's 5 minutes on two CPU cores;
+  5 minutes per (task, seed) budgeted for each baseline on two CPU cores;
 - no dropout by default (DT and CDT use 0.1; on the CPU it halves the update rate);
 - deterministic tanh action head trained by mean squared error (CDT: a stochastic Gaussian
   policy with an entropy regulariser);
@@ -51,9 +50,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import OfflineAgent, resolve_target_cost
 from omnigym.envs.safety.core import check_target_cost
 from omnigym.envs.safety.dsrl import episode_bounds
+
+from .offline import OfflineAgent, resolve_target_cost
 
 TOKENS_PER_STEP = 4  # reward-to-go, cost-to-go, state, action
 STATE_TOKEN = 2

@@ -2,7 +2,7 @@
 
 Follows DSRL's baselines as implemented in OSRL (Liu et al., "Datasets and Benchmarks for
 Offline Safe Reinforcement Learning", DMLR 2024; OSRL ``algorithms/bc.py`` with
-``bc_mode="all"`` and ``"safe"``), spec ``safety.md`` §6.
+``bc_mode="all"`` and ``"safe"``); ``docs/safety.md``.
 
 Algorithm:
 
@@ -31,7 +31,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import (
+from omnigym.envs.safety.dsrl import select_trajectories, trajectory_returns
+
+from .offline import (
     Batches,
     OfflineAgent,
     check_hidden,
@@ -39,7 +41,6 @@ from omnigym.agents.offline import (
     mlp,
     resolve_target_cost,
 )
-from omnigym.envs.safety.dsrl import select_trajectories, trajectory_returns
 
 
 class BCAll(OfflineAgent):

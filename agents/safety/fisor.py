@@ -1,9 +1,9 @@
 """FISOR-lite: feasibility-guided safe offline RL with a weighted-BC Gaussian actor.
 
-Follows FISOR (Zheng et al., "Safe Offline Reinforcement Learning with Feasibility-Guided
-Diffusion Model", ICLR 2024) as spec ``safety.md`` §6 states it. FISOR treats
-the constraint as hard: a state is feasible when some in-support policy keeps the cost at zero
-forever, and the agent maximises reward only there. The algorithm, top to bottom:
+Follows FISOR (Zheng et al., "Safe Offline Reinforcement Learning with Feasibility-Guided Diffusion
+Model", ICLR 2024) with a Gaussian actor (``docs/safety.md``). FISOR treats the constraint as hard:
+a state is feasible when some in-support policy keeps the cost at zero forever, and the agent
+maximises reward only there. The algorithm, top to bottom:
 
 1. Cost as a constraint signal: h(s, a) = +25 where cost > 0, −1 otherwise (negative = safe).
 2. Feasibility value (Hamilton–Jacobi reachability in discounted form):
@@ -20,13 +20,13 @@ forever, and the agent maximises reward only there. The algorithm, top to bottom
 
 Departures from the paper, each deliberate:
 
-- the actor is the tanh-Gaussian MLP of ``omnigym.agents.offline`` (the spec's "lite" choice),
-  not FISOR's diffusion model; the weight function is the same;
-- the weight follows the spec's two-case form: in a feasible state an infeasible action
+- the actor is the tanh-Gaussian MLP of ``omnigym.agents.safety.offline`` (the "lite" in the
+  name), not FISOR's diffusion model; the weight function is the same;
+- the weight follows the two-case form above: in a feasible state an infeasible action
   (Q_h > 0) falls under the second case, exp(5·(V_h − Q_h)) with V_h − Q_h < 0, a small weight
   where the paper gives zero;
-- 128 × 128 MLPs (FISOR's networks are larger), so that 30k updates fit the spec's 5 minutes
-  on two CPU cores;
+- 128 × 128 MLPs (FISOR's networks are larger), so that 30k updates fit the 5 minutes
+  per (task, seed) budgeted for each baseline on two CPU cores;
 - twin critics on both sides (the minimum of the reward pair, the maximum of the feasibility
   pair, the pessimistic side each time) with Polyak-averaged targets, as in IQL;
 - observations are standardised with the dataset's mean and standard deviation (stored with the
@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import Batches, GaussianPolicy, OfflineAgent, mlp
+from .offline import Batches, GaussianPolicy, OfflineAgent, mlp
 
 H_UNSAFE = 25.0  # h where the step costs (FISOR's value)
 H_SAFE = -1.0  # h where it does not
@@ -82,7 +82,7 @@ def policy_weights(
     cost_clip: float = 150.0,
 ) -> torch.Tensor:
     """FISOR's behaviour-cloning weights: reward advantage where feasible, feasibility
-    advantage elsewhere (spec §6; the exponent is clipped before ``exp`` to stay finite)."""
+    advantage elsewhere (step 4 above; the exponent is clipped before ``exp`` to stay finite)."""
     feasible = (v_h <= 0) & (q_h <= 0)
     reward_weight = torch.exp(
         (reward_temperature * (q_r - v_r)).clamp(max=float(np.log(reward_clip)))

@@ -3,8 +3,8 @@
 Follows BCQ (Fujimoto, Meger, Precup, "Off-Policy Deep Reinforcement Learning without
 Exploration", ICML 2019) extended to constraints as OSRL's BCQ-L baseline of DSRL (Liu et al.,
 DMLR 2024; OSRL ``algorithms/bcql.py``), with the PID Lagrangian of Stooke, Achiam, Abbeel
-("Responsive Safety in Reinforcement Learning by PID Lagrangian Methods", ICML 2020); spec
-``safety.md`` §6.
+("Responsive Safety in Reinforcement Learning by PID Lagrangian Methods", ICML 2020);
+``docs/safety.md``.
 
 Algorithm, per gradient update on a minibatch (s, a, r, c, s′, d):
 
@@ -40,7 +40,7 @@ Departures from OSRL, each deliberate:
   256 (OSRL 512), a default budget of 30k updates (OSRL 100k), no reward scaling. The n = 10
   candidate targets dominate the cost of an update (about 3 GFLOP at 256×256, a quarter of that
   at 128×128), and only the smaller width brings 30k updates near the five minutes per
-  (task, seed) of the spec on two CPU cores;
+  (task, seed) budgeted for each baseline on two CPU cores;
 - the three critics are one batched module (``Critics``) with one Adam optimiser, which is the
   same computation as three MLPs with three optimisers in fewer, larger operations.
 """
@@ -56,7 +56,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from omnigym.agents.offline import (
+from omnigym.envs.safety.dsrl import trajectory_returns
+
+from .offline import (
     Batches,
     OfflineAgent,
     check_hidden,
@@ -64,7 +66,6 @@ from omnigym.agents.offline import (
     mlp,
     resolve_target_cost,
 )
-from omnigym.envs.safety.dsrl import trajectory_returns
 
 LOG_STD_MIN, LOG_STD_MAX = -4.0, 15.0  # BCQ's clamp on the CVAE encoder's log σ
 LATENT_CLIP = 0.5  # BCQ samples the decoder's latent from N(0, I) clipped to ±0.5
