@@ -25,9 +25,9 @@ from omnigym.scenario import AgentEntry
 BASELINES = ("bc_all", "bc_safe", "bcq_lag", "cdt", "fisor")
 
 FISOR_TABLE_1 = {
-    "SafetyGym": {"BC-All": [0.35, 6.05], "CDT": [0.50, 4.31], "BCQ-Lag": [0.38, 11.38],
+    "SafetyGym": {"BC": [0.35, 6.05], "CDT": [0.50, 4.31], "BCQ-Lag": [0.38, 11.38],
                   "FISOR": [0.30, 0.35]},
-    "BulletGym": {"BC-All": [0.72, 10.58], "CDT": [0.63, 2.09], "BCQ-Lag": [0.71, 10.63],
+    "BulletGym": {"BC": [0.72, 10.58], "CDT": [0.63, 2.09], "BCQ-Lag": [0.71, 10.63],
                   "FISOR": [0.39, 0.10]},
 }  # fmt: skip
 """FISOR's Table 1 suite averages, [normalized reward, normalized cost] (safe when cost ≤ 1)."""
@@ -104,7 +104,7 @@ def _not_run(number: int, text: str, missing: str, paper: Any) -> dict[str, Any]
 
 def _claim_1(tables, role):
     text = "BC-All is unsafe (DSRL) on at least 60% of tasks and has the highest average reward"
-    paper = {"BC-All reward / cost": FISOR_TABLE_1["SafetyGym"]["BC-All"], "source": "FISOR T1"}
+    paper = {"BC (all data) reward / cost": FISOR_TABLE_1["SafetyGym"]["BC"], "source": "FISOR T1"}
     present = [role[n] for n in (*BASELINES, "sdqc") if n in role]
     if (missing := _need(role, ["bc_all"])) or not (
         table := _by_task(_rows(tables, "dsrl"), present)
