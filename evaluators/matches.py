@@ -23,7 +23,7 @@ never depends on which worker played it or in which order; with ``workers > 1`` 
 
 Departure from the papers: they report the rates without confidence intervals, and their
 opponents are learned agents; here the opponents are any registered agent (the reference bots
-of :mod:`omnigym.agents.diplomacy_bots` by default in scenarios).
+of :mod:`omnigym.agents.diplomacy.bots` by default in scenarios).
 """
 
 from __future__ import annotations

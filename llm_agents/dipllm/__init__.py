@@ -21,7 +21,7 @@ ideas are reproduced at a small scale:
 Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm data|q|train``):
 
 - ``data`` (:mod:`.data`): seeded games of a mix of the reference bots
-  (:mod:`omnigym.agents.diplomacy_bots`) capped at a year, one gzipped JSON line per phase.
+  (:mod:`omnigym.agents.diplomacy.bots`) capped at a year, one gzipped JSON line per phase.
 - ``q`` (:mod:`.q`): unit-level Q of a (state, earlier orders, candidate order) triple by
   rollouts of the bots from the saved phase, for the behaviour's order and the ``top_k`` most
   likely orders of the current policy (a trained factorised checkpoint; without one, ``top_k``

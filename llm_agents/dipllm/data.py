@@ -3,7 +3,7 @@ and the data set of turns the model trains on.
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025), which learns from DipNet's games; with no DipNet weights offline, the
-games here are played by a mix of the scripted bots (:mod:`omnigym.agents.diplomacy_bots`)
+games here are played by a mix of the scripted bots (:mod:`omnigym.agents.diplomacy.bots`)
 capped at a year. One gzipped JSON line per phase holds the board text, the engine's own phase
 record (``Game.get_phase_data()``, the entries of its saved-game format, from which a rollout
 restarts the position) and, per power, the orderable locations in decoding order with their
@@ -35,7 +35,7 @@ from .weights import behaviour_weight
 
 def make_bot(name: str, seed: int) -> Any:
     """The reference bot ``name`` (greedy, defensive or random), seeded."""
-    from omnigym.agents.diplomacy_bots import DefensiveBot, GreedySCBot, RandomBot
+    from omnigym.agents.diplomacy.bots import DefensiveBot, GreedySCBot, RandomBot
 
     classes = {"greedy": GreedySCBot, "defensive": DefensiveBot, "random": RandomBot}
     if name not in classes:
