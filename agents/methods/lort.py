@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from omnigym.envs.methods.tensor_transfer import t_product
+from omnigym.envs.methods.lort import t_product
 from omnigym.evaluators.claims import claim
 from omnigym.evaluators.stats import summarize
 

@@ -24,7 +24,7 @@ from omnigym.agents.methods.lort import (
     tnn,
     tubal_rank,
 )
-from omnigym.envs.methods.tensor_transfer import (
+from omnigym.envs.methods.lort import (
     SHIFT_UNIT,
     TARGET_DEPARTURE,
     TensorTransfer,

@@ -41,7 +41,7 @@ text; the reward is minus the held-out cross-entropy (nats per byte) of the mode
 compressed layer, the downstream number at the fixed expert budget.
 
 :func:`moe_forward`, :func:`route`, :func:`mix` and :func:`expert_outputs` are public: the agents
-(``omnigym.agents.methods.moe_merging``) compute their expert representations and routing
+(``omnigym.agents.methods.hc_smoe``) compute their expert representations and routing
 statistics with the same code the score uses.
 
 Departures from the paper: one synthetic layer (or one layer of a tiny self-trained model)

@@ -12,8 +12,8 @@ from pymoo.indicators.igd import IGD
 from pymoo.problems import get_problem
 
 import omnigym
-from omnigym.agents.methods import pareto
-from omnigym.agents.methods.pareto import (
+from omnigym.agents.methods import phn_hvvs as pareto
+from omnigym.agents.methods.phn_hvvs import (
     PHNHVIAgent,
     PHNHVVSAgent,
     PHNLSAgent,
@@ -25,7 +25,7 @@ from omnigym.agents.methods.pareto import (
     hypervolume_gradient_2d,
     hypervolume_weights,
 )
-from omnigym.envs.methods.pareto import (
+from omnigym.envs.methods.phn_hvvs import (
     PROBLEMS,
     REGRESSION_NOISE,
     ParetoFrontLearning,
@@ -364,7 +364,7 @@ def test_claims_are_not_run_without_the_problems_they_need(no_ga):
 def test_the_claims_scenario_loads_and_its_quick_profile_covers_every_checked_claim():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/phn_hvvs"
-    assert scenario.options["claims"] == "omnigym.agents.methods.pareto:claims"
+    assert scenario.options["claims"] == "omnigym.agents.methods.phn_hvvs:claims"
     quick = scenario.quickened()
     labels = [env.label for env in quick.envs]
     assert {"fonseca_fleming J=2", "dtlz2 J=3", "regression J=5"} <= set(labels)

@@ -57,7 +57,7 @@ from scipy.cluster import hierarchy
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from omnigym.envs.methods.moe_merging import (
+from omnigym.envs.methods.hc_smoe import (
     MATRICES,
     expert_outputs,
     mix,

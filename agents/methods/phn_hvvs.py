@@ -60,7 +60,7 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from threadpoolctl import threadpool_limits
 from torch import nn
 
-from omnigym.envs.methods.pareto import (
+from omnigym.envs.methods.phn_hvvs import (
     cell_area_variance,
     cell_points,
     nearest_site,

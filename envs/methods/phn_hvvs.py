@@ -2,7 +2,7 @@
 
 Chen, Wu, Liu, He, Ong, Jin, Lao, Yu, "Voronoi-grid-based Pareto Front Learning and Its
 Application to Collaborative Federated Learning", ICML 2025 (spec methods.md §4). A Pareto front
-learner (the paper's PHN-HVVS and its baselines, :mod:`omnigym.agents.methods.pareto`) sees one
+learner (the paper's PHN-HVVS and its baselines, :mod:`omnigym.agents.methods.phn_hvvs`) sees one
 multi-objective problem and a Das–Dennis set of test rays (preference vectors on the simplex)
 and answers one decision vector per ray; the answer is scored by the hypervolume of the rays'
 loss vectors.

@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 from scipy import special
 
 import omnigym
-from omnigym.agents.methods.moe_merging import (
+from omnigym.agents.methods.hc_smoe import (
     FrequencyPruneAgent,
     HCSMoEAgent,
     KMeansOutputsAgent,
@@ -22,7 +22,7 @@ from omnigym.agents.methods.moe_merging import (
     prune_to,
     routing_frequency,
 )
-from omnigym.envs.methods.moe_merging import (
+from omnigym.envs.methods.hc_smoe import (
     MoEMerging,
     expert_outputs,
     moe_forward,
@@ -326,7 +326,7 @@ def test_claims_are_not_run_without_the_sweep():
 def test_the_claims_scenario_sweeps_sigma_under_both_routers_with_the_lm_variant():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/hc_smoe"
-    assert scenario.options["claims"] == "omnigym.agents.methods.moe_merging:claims"
+    assert scenario.options["claims"] == "omnigym.agents.methods.hc_smoe:claims"
     labels = [env.display for env in scenario.quickened().envs]
     assert {"random s=0.2", "aligned s=1", "lm random s=0.2", "lm aligned s=0.2"} <= set(labels)
     assert all(env.kwargs["size"] == "paper" for env in scenario.envs)
