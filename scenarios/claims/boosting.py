@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from omnigym.evaluators.claims import claim, verdict
+from omnigym.evaluators.claims import claim, sweep, verdict
 from omnigym.evaluators.experiment import Run
 from omnigym.evaluators.stats import summarize
 
@@ -48,7 +48,6 @@ def _named(curve: Mapping[int, Any]) -> dict[str, Any]:
 
 def check(run: Run) -> list[dict[str, Any]]:
     """The paper's claims on ``run`` (see the module docstring)."""
-    results = {(r["env_id"], r["agent"]): r for r in run.scorecard["results"]}
     envs: dict[float, dict[int, str]] = {}  # shift -> m -> env label
     for env_label in run.scorecard["envs"]:
         knobs = _knobs(env_label)
@@ -56,13 +55,7 @@ def check(run: Run) -> list[dict[str, Any]]:
             envs.setdefault(knobs[1], {})[knobs[0]] = env_label
 
     def curve(agent: str, shift: float = 0.0) -> Curve:
-        found = {}
-        for m, env_label in sorted(envs.get(shift, {}).items()):
-            result = results.get((env_label, agent))
-            summary = None if result is None else result["metrics"].get(METRIC)
-            if summary is not None:
-                found[m] = {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-        return found
+        return sweep(run.scorecard, envs.get(shift, {}), agent, METRIC)
 
     def paired(agent: str, other: str, shift: float = 0.0, other_shift: float = 0.0) -> Curve:
         """agent's excess error less other's, draw by draw, per budget both ran."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from omnigym.evaluators.claims import claim, verdict
+from omnigym.evaluators.claims import claim, metric_summary, verdict
 from omnigym.evaluators.experiment import Run
 
 #: "About as many iterations": the secant rule's mean within this factor of golden's.
@@ -60,11 +60,6 @@ def _paper(metric: str, agents: Sequence[str]) -> dict[str, dict[str, int]]:
     }
 
 
-def _summary(result: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
-    summary = result["metrics"].get(metric)
-    return None if summary is None else {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-
-
 def _all_hold(verdicts: Mapping[str, bool]) -> str:
     return verdict(all(verdicts.values())) if verdicts else "not run"
 
@@ -75,9 +70,9 @@ def check(run: Run) -> list[dict[str, Any]]:
     for result in run.scorecard["results"]:
         table.setdefault(result["env_id"], {})[result["agent"]] = {
             "success_rate": result["success_rate"],
-            "iterations": _summary(result, "iterations"),
-            "evaluations": _summary(result, "evaluations"),
-            "gap": _summary(result, "gap"),
+            "iterations": metric_summary(result, "iterations"),
+            "evaluations": metric_summary(result, "evaluations"),
+            "gap": metric_summary(result, "gap"),
         }
     checked = {
         env: rows

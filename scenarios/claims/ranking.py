@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from omnigym.evaluators.claims import claim, verdict
+from omnigym.evaluators.claims import claim, sweep, verdict
 from omnigym.evaluators.experiment import Run
 
 #: The sharpness of an env label without ``s=...``: the registered default.
@@ -46,38 +46,30 @@ def _named(sweep: Sweep) -> dict[str, dict[str, Any]]:
 
 def check(run: Run) -> list[dict[str, Any]]:
     """The paper's claims on ``run`` (see the module docstring)."""
-    scorecard = run.scorecard
-    results = {(r["env_id"], r["agent"]): r for r in scorecard["results"]}
     envs: dict[float, dict[float, str]] = {}  # sharpness -> pi1 -> env label
-    for env_label in scorecard["envs"]:
+    for env_label in run.scorecard["envs"]:
         knobs = _knobs(env_label)
         if knobs is not None:
             envs.setdefault(knobs[1], {})[knobs[0]] = env_label
 
-    def sweep(sharpness: float, agent: str, metric: str) -> Sweep:
-        found = {}
-        for pi1, env_label in sorted(envs.get(sharpness, {}).items()):
-            result = results.get((env_label, agent))
-            summary = None if result is None else result["metrics"].get(metric)
-            if summary is not None:
-                found[pi1] = {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-        return found
+    def over_pi1(sharpness: float, agent: str, metric: str) -> Sweep:
+        return sweep(run.scorecard, envs.get(sharpness, {}), agent, metric)
 
     sharp = DEFAULT_SHARPNESS
     recorded = {
         f"s={s:g}": {
-            agent: _named(sweep(s, agent, "mixed_pair_preference"))
+            agent: _named(over_pi1(s, agent, "mixed_pair_preference"))
             for agent in (LOSS, LABEL, *REFERENCES)
         }
         for s in sorted(envs)
     }
     anything_recorded = any(any(by_agent.values()) for by_agent in recorded.values())
     return [
-        _dictatorship_claim(sweep(sharp, LOSS, "mixed_pair_preference")),
-        _balance_claim(sweep(sharp, LABEL, "mixed_pair_preference")),
+        _dictatorship_claim(over_pi1(sharp, LOSS, "mixed_pair_preference")),
+        _balance_claim(over_pi1(sharp, LABEL, "mixed_pair_preference")),
         _trade_off_claim(
-            {agent: sweep(sharp, agent, "auc_1") for agent in (LOSS, LABEL)},
-            {agent: sweep(sharp, agent, "auc_2") for agent in (LOSS, LABEL)},
+            {agent: over_pi1(sharp, agent, "auc_1") for agent in (LOSS, LABEL)},
+            {agent: over_pi1(sharp, agent, "auc_2") for agent in (LOSS, LABEL)},
         ),
         claim(
             4,
