@@ -1,6 +1,9 @@
 """AMF on active multi-task fine-tuning (docs/amf.md): the 2-D integrator, the learners, the
 information gain, the selection agents and the claims checker."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -35,11 +38,12 @@ from omnigym.envs.methods.amf.reach import (
     demonstrate,
     task_angle,
 )
-from omnigym.evaluators.experiment import Run, RunFolder
-from omnigym.scenario import Scenario
+from omnigym.evaluators.experiment import Run, RunFolder, run_scenario
+from omnigym.scenario import Scenario, load_scenario
 from omnigym.scenarios.claims.amf import BUDGETS, check
 
 FINE_TUNING = "Methods/ActiveFineTuning-v0"
+SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "amf.yaml"
 
 
 def _play(env, agent, seed=0):
@@ -455,3 +459,24 @@ def test_claim_4_fails_when_the_adaptive_prior_forgets():
 def test_claims_are_not_run_without_the_settings_they_need():
     drop = {("gp uniform", "amf"), ("gp skewed:4", "rebalancing"), ("mlp", "amf")}
     assert _statuses(_run(drop=drop)) == {1: "pass", 2: "not run", 3: "not run", 4: "not run"}
+
+
+def test_the_scenario_runs_end_to_end_at_a_tiny_scale(tmp_path):
+    quick = load_scenario(SCENARIO).quickened()
+    kept = [env for env in quick.envs if env.display == "gp skewed:4"]
+    tiny = quick.model_copy(
+        update={
+            "envs": [
+                env.model_copy(update={"kwargs": {**env.kwargs, "budget": 4}}) for env in kept
+            ],
+            "agents": [a for a in quick.agents if a.name in ("amf", "uniform", "rebalancing")],
+            "seeds": [0, 1],
+            "workers": 1,
+        }
+    )
+    run_scenario(tiny, tmp_path)
+    claims = json.loads((tmp_path / "claims.json").read_text())["claims"]
+    statuses = {entry["id"]: entry["status"] for entry in claims}
+    assert statuses == {1: "pass", 2: "not run", 3: "pass", 4: "not run"}
+    assert claims[2]["measured"]["share of AMF's requests to tasks 4-11"]["mean"] == 1.0
+    assert list(claims[0]["measured"]["gp skewed:4"]) == ["n=4"]
