@@ -36,7 +36,7 @@ import numpy as np
 
 from omnigym.threads import one_torch_thread
 
-from .moe_merging import stdlib_corpus
+from .hc_smoe import stdlib_corpus
 
 #: The dense weights of one layer, stacked over layers in :attr:`LlamaWeights.blocks`.
 PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")

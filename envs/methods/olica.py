@@ -48,7 +48,7 @@ from omnigym.threads import one_torch_thread
 
 from . import llama
 from .core import MethodEnv
-from .moe_merging import stdlib_corpus
+from .hc_smoe import stdlib_corpus
 
 #: Sparsities the environment accepts (the paper's allocation covers s ≤ 0.4 and beyond).
 SPARSITY_RANGE = (0.0, 0.6)
@@ -83,7 +83,7 @@ SIZES = {
 
 def corpus() -> tuple[bytes, bytes]:
     """``(calibration, held_out)`` text: the training and calibration parts of the
-    standard-library docstrings (:func:`~omnigym.envs.methods.moe_merging.stdlib_corpus`), and
+    standard-library docstrings (:func:`~omnigym.envs.methods.hc_smoe.stdlib_corpus`), and
     its held-out part followed by the interpreter's ``LICENSE.txt`` when it ships one."""
     train, calibration, held_out = stdlib_corpus()
     licence = os.path.join(sysconfig.get_paths()["stdlib"], "LICENSE.txt")
