@@ -198,10 +198,12 @@ class EquivariantFineTuning(MethodEnv):
             element, rattle, strain = TARGETS[self.target]
             train = potential.clusters(rng, self.train_size, element, rattle, strain)
             test = potential.clusters(rng, self.test_size, element, rattle, strain)
-            _DRAWS[key] = (train, rotated_test_set(test, self.rotations, rng))
+            instance = rotated_test_set(test, self.rotations, rng)
+            _DRAWS[key] = (train, instance, rng.bit_generator.state)
             while len(_DRAWS) > CACHED_DRAWS:
                 _DRAWS.popitem(last=False)
-        train, instance = _DRAWS[key]
+        train, instance, after = _DRAWS[key]
+        rng.bit_generator.state = after  # a cached draw leaves the generator as a fresh one does
         observation = {
             "train_positions": train.positions.copy(),
             "train_mask": train.mask.copy(),
