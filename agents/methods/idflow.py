@@ -6,10 +6,10 @@ Generating 3D Molecular Structure", ICML 2025.
 Every agent trains one network f(x, t) that predicts the clean structure x₁ from a noisy one
 (x₁-prediction flow matching): x_t = (1 − t)·x₀ + t·x₁ with x₀ ∼ N(0, I) (centred), loss
 ‖f(x_t, t) − x₁‖². The training structures are first centred and rotated onto the first one
-(Kabsch), since every score is invariant to rotation, and scaled by their standard deviation. f is an MLP on
-the flattened coordinates and a sinusoidal embedding of t (3 hidden layers of 256, SiLU), trained
-by Adam (learning rate 1e-3, cosine schedule) for 1,500 steps of 256 structures. Samples start
-from x₀ and follow the velocity (x̂ − x_t)/(1 − t) toward the prediction x̂:
+(Kabsch), since every score is invariant to rotation, and scaled by their standard deviation. f
+is an MLP on the flattened coordinates and a sinusoidal embedding of t (3 hidden layers of 256,
+SiLU), trained by Adam (learning rate 1e-3, cosine schedule) for 1,500 steps of 256 structures.
+Samples start from x₀ and follow the velocity (x̂ − x_t)/(1 − t) toward the prediction x̂:
 
 - **refinement in training** (IDFlow): after f(x_t, t), k ∼ U{1, …, 3} further passes
   x̂ ← f(x̂, 1) (the network as an energy-minimising map of the data manifold at t = 1), the
@@ -134,7 +134,7 @@ def train(structures: np.ndarray, settings: Settings, seed: int) -> tuple[Any, f
     _MODELS[key] = (model, scale)
     while len(_MODELS) > CACHED_MODELS:
         _MODELS.popitem(last=False)
-    return model, scale
+    return _MODELS[key]
 
 
 def sample(

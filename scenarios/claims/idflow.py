@@ -102,10 +102,11 @@ def _closing(table: dict, grid: dict) -> dict[str, Any]:
         f"at NFE {MANY} than at NFE {FEW[0]}"
     )
     bond = table["bond_error"]
+    pair = {"idflow", "flow-matching"}
     datasets = [
         d for d in sorted(grid)
         if FEW[0] in grid[d] and MANY in grid[d]
-        and all({"idflow", "flow-matching"} <= set(bond.get(grid[d][n], {})) for n in (FEW[0], MANY))
+        and all(pair <= set(bond.get(grid[d][n], {})) for n in (FEW[0], MANY))
     ]  # fmt: skip
     if not datasets:
         return claim(3, statement, "not run", paper=PAPER)
