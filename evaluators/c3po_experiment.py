@@ -85,16 +85,14 @@ def teacher_chunk(job: tuple[dict, list[int], str]) -> dict[str, Any]:
     with timed() as timing:
         decisions = teacher_decisions(env.unwrapped, questions)
     env.close()
-    RunFolder.save(
-        lambda folder: _write_json(folder / "decisions.json.gz", [asdict(d) for d in decisions]),
-        Path(path),
-    )
+    RunFolder.save(lambda folder: _write_decisions(folder, decisions), Path(path))
     return {"questions": len(questions), "decisions": len(decisions), **timing}
 
 
-def _write_json(path: Any, data: Any) -> None:
-    with gzip.open(path, "wt", encoding="utf-8") as file:
-        json.dump(data, file)
+def _write_decisions(folder: Path, decisions: Sequence[Decision]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / "decisions.json.gz", "wt", encoding="utf-8") as file:
+        json.dump([asdict(d) for d in decisions], file)
 
 
 def _read_decisions(folders: Sequence[Any]) -> list[Decision]:

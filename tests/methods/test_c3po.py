@@ -101,7 +101,7 @@ def test_the_ood_world_holds_the_same_facts_and_questions_in_held_out_wording(wo
     assert not set(ood.passages) & set(world.passages)
 
 
-# ---- the rule reader ---------------------------------------------------------------------------
+# ---- the rule reader -----------------------------------------------------------------------------
 
 
 def test_squad_normalisation_and_containment():
@@ -167,7 +167,7 @@ def test_a_two_hop_question_is_read_hop_by_hop(world):
     assert reader.answer(question, hops[1:]) != question.answer
 
 
-# ---- the environment ---------------------------------------------------------------------------
+# ---- the environment -----------------------------------------------------------------------------
 
 
 def test_direct_and_standard_rag_follow_their_routes(env):
@@ -258,8 +258,12 @@ def test_the_minilm_retriever_ranks_the_matching_passage_first_and_caches_embedd
     pytest.importorskip("sentence_transformers")
     from omnigym.envs.methods.c3po.retrievers import MiniLMRetriever
 
-    passages = ["Anna Kalo was born in Ranvel.", "Kalo Systems is headquartered in Dorsun.",
-                "The capital of Velmar is Tosbri.", "Ben Ruk studied at Linith College."]  # fmt: skip
+    passages = [
+        "Anna Kalo was born in Ranvel.",
+        "Kalo Systems is headquartered in Dorsun.",
+        "The capital of Velmar is Tosbri.",
+        "Ben Ruk studied at Linith College.",
+    ]
     retriever = MiniLMRetriever(passages, cache=tmp_path)
     assert retriever.search("Where did Ben Ruk study?", 1) == (3,)
     assert len(list(tmp_path.glob("*.npy"))) == 1
@@ -278,7 +282,7 @@ def test_the_smollm2_reader_answers_from_a_gold_passage(world):
     assert is_correct(LanguageModelReader(world).answer(question, [gold]), question.answer)
 
 
-# ---- search, proxy, training -----------------------------------------------------------------
+# ---- search, proxy, training ---------------------------------------------------------------------
 
 
 def test_the_teacher_path_is_the_shortest_successful_one(env, world):
@@ -362,7 +366,7 @@ def test_featurise_marks_empty_slots_and_unknown_settings_are_refused(env):
         C3POConfig.from_settings({"widht": 3})
 
 
-# ---- the claims checker on synthetic runs ----------------------------------------------------------
+# ---- the claims checker on synthetic runs --------------------------------------------------------
 
 ENVS = {"bm25 rule": {}, "minilm rule": {"retriever": "minilm"},
         "bm25 smollm2": {"reader": "smollm2"}, "bm25 rule ood": {"ood": True}}  # fmt: skip
