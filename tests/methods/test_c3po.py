@@ -3,6 +3,7 @@ environment's roles and state, the proxy's training pieces, the agents, and the 
 on synthetic runs."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,12 @@ from omnigym.agents.methods.c3po.training import (
     reinforce,
     sft,
     teacher_decisions,
+    tree_rollout,
 )
 from omnigym.envs.methods.c3po.readers import NO_ANSWER, RuleReader, is_correct, normalise, parse
 from omnigym.envs.methods.c3po.world import build_world, world_rules
-from omnigym.evaluators.experiment import Run, RunFolder
-from omnigym.scenario import Scenario, load_scenario
+from omnigym.evaluators.experiment import Run, RunFolder, run_scenario
+from omnigym.scenario import Scenario, TrainSpec, load_scenario
 from omnigym.scenarios.claims.c3po import check
 
 ENV_ID = "Methods/ProxyRAG-v0"
@@ -306,10 +308,26 @@ def test_tree_credit_is_the_mean_leaf_reward_weighted_by_samples():
     assert credit(root) == pytest.approx((0 + 1 / 3 + 1) / 3)
 
 
-def test_a_tree_rollout_credits_actions_against_their_node(env):
+def test_a_tree_rollout_tries_every_strategy_at_the_root_and_credits_them_against_it(env):
     torch.manual_seed(0)
-    proxy = C3POAgent()
-    curve = reinforce(env, proxy.network, proxy.config, 150, "tree", seed=0)
+    proxy = C3POAgent(width=32, heads=2)
+    question = next(i for i, q in enumerate(env.world.questions["train"]) if q.hops == 2)
+    rollout = tree_rollout(env, proxy.network, question, proxy.config, torch.Generator())
+    roles = [int(batch.role[0]) for batch in rollout.batch]
+    assert rollout.calls == len(rollout.actions) == len(rollout.advantages)
+    root = [i for i, role in enumerate(roles) if role == 0]
+    assert sorted(int(rollout.actions[i][0]) for i in root) == [0, 1, 2]
+    assert sum(rollout.advantages[i] for i in root) == pytest.approx(0.0)
+    direct = next(i for i in root if int(rollout.actions[i][0]) == 0)
+    leaf, _ = _play(env, question, [{"router": 0}], split="train")
+    assert rollout.advantages[direct] == pytest.approx(leaf - rollout.reward)
+
+
+@pytest.mark.slow
+def test_rl_spends_its_budget_of_environment_calls(env):
+    torch.manual_seed(0)
+    proxy = C3POAgent(width=32, heads=2)
+    curve = reinforce(env, proxy.network, proxy.config, 150, "outcome", seed=0)
     assert curve[-1][0] >= 150 and all(0 <= reward <= 1 for _, reward in curve)
 
 
@@ -341,6 +359,7 @@ def _episode(agent, env, question):
     return reward
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_proxy_beats_an_untrained_one(env):
     torch.manual_seed(0)
     untrained = C3POAgent(width=64, heads=2)
@@ -483,3 +502,39 @@ def test_the_scenario_loads_and_its_quick_profile_is_smaller():
     quick = scenario.quickened()
     assert scenario.claims == "omnigym.scenarios.claims.c3po:check"
     assert quick.episodes < scenario.episodes and len(quick.seeds) < len(scenario.seeds)
+
+
+@pytest.mark.slow
+def test_the_scenario_runs_end_to_end_at_a_tiny_scale_and_resumes(tmp_path):
+    quick = load_scenario(SCENARIO).quickened()
+    kept = ("C-3PO", "SFT only", "outcome RL", "Direct", "Standard RAG")
+    tiny = quick.model_copy(
+        update={
+            "envs": [env for env in quick.envs if env.display == "bm25 rule"],
+            "agents": [
+                a.model_copy(update={"train": TrainSpec(budget=40) if a.train else None})
+                for a in quick.agents
+                if a.display in kept
+            ],
+            "episodes": 3,
+            "workers": 1,
+            "options": {"sft_questions": 6},
+        }
+    )
+    run_scenario(tiny, tmp_path)
+    lines = [json.loads(line) for line in (tmp_path / "diagnostics.jsonl").open()]
+    assert [line["stage"] for line in lines].count("teacher") == 1
+    rl = {line["agent"]: line["calls"] for line in lines if line["stage"] == "rl"}
+    assert rl == {"C-3PO": 40, "outcome RL": 40}
+    checkpoints = tmp_path / "checkpoints" / "bm25_rule"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["C-3PO", "outcome_RL", "sft"]
+    claims = json.loads((tmp_path / "claims.json").read_text())["claims"]
+    statuses = {entry["id"]: entry["status"] for entry in claims}
+    assert statuses[4] == statuses[6] == "not run" and statuses[7] == "recorded"
+    calls = claims[1]["measured"]["environment calls per seed"]
+    assert calls == {"C-3PO": [40], "outcome RL": [40]}
+    table = json.loads((tmp_path / "scorecard.json").read_text())["c3po"]
+    assert {row["agent"] for row in table} == set(kept)
+    assert all(row["episodes"] == 3 for row in table)
+    run_scenario(tiny, tmp_path)
+    assert len((tmp_path / "diagnostics.jsonl").read_text().splitlines()) == len(lines)
