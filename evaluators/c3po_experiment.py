@@ -45,7 +45,7 @@ import torch
 from omnigym.agent import load_agent_factory
 from omnigym.agents.methods.c3po.agents import C3POAgent
 from omnigym.agents.methods.c3po.search import Decision
-from omnigym.agents.methods.c3po.training import C3POConfig, reinforce, sft, teacher_decisions
+from omnigym.agents.methods.c3po.training import C3POConfig, sft, teacher_decisions
 from omnigym.registry import make
 from omnigym.scenario import AgentEntry
 
@@ -117,19 +117,18 @@ def sft_job(job: tuple[dict, list[str], int, str]) -> dict[str, Any]:
 
 
 def rl_job(job: tuple[str, dict, dict, str, int, int, str, str]) -> dict[str, Any]:
-    """RL from a fine-tuned proxy (``start``) with the agent's ``settings`` for ``budget``
-    calls; save it at ``checkpoint``."""
+    """RL from a fine-tuned proxy (``start``) with the agent's ``settings`` and ``rollout`` for
+    ``budget`` environment calls; save it at ``checkpoint``."""
     label, settings, env_kwargs, rollout, budget, seed, start, checkpoint = job
     agent = C3POAgent(checkpoint=start)
     agent.config = C3POConfig.from_settings({**agent.config.as_dict(), **settings})
+    agent.rollout, agent.seed = rollout, seed
     env = make(ENV_ID, **env_kwargs)
     with timed() as timing:
-        curve = reinforce(env.unwrapped, agent.network, agent.config, budget, rollout, seed)
+        agent.reinforce(env, budget)
     env.close()
-    agent.record["rl"] = {"rollout": rollout, "calls": budget, "curve": curve}
     RunFolder.save(agent.save, Path(checkpoint))
-    return {"agent": label, "seed": seed, "rollout": rollout, "calls": budget, "curve": curve,
-            **timing}  # fmt: skip
+    return {"agent": label, "seed": seed, **agent.record["rl"], **timing}
 
 
 # ---- the experiment --------------------------------------------------------------------------

@@ -85,9 +85,15 @@ class C3POAgent:
         self.record["sft_loss"] = sft(self.network, decisions, self.config, self.seed)
 
     def reinforce(self, env: Any, budget: int) -> None:
-        """RL with this agent's kind of rollout for ``budget`` environment calls."""
+        """RL with this agent's kind of rollout for ``budget`` environment calls (the last
+        rollout may run past it: ``calls`` records those made)."""
         curve = reinforce(env.unwrapped, self.network, self.config, budget, self.rollout, self.seed)
-        self.record["rl"] = {"rollout": self.rollout, "calls": budget, "curve": curve}
+        self.record["rl"] = {
+            "rollout": self.rollout,
+            "budget": budget,
+            "calls": curve[-1][0],
+            "curve": curve,
+        }
 
     def learn(self, env: Any, budget: int) -> None:
         """Fine-tune on teacher paths, then RL for ``budget`` environment calls."""

@@ -7,7 +7,8 @@ role; ``docs/c3po.md``).
 - a *state token*: the role's embedding plus the number of retrievals done;
 - one *text token* each for the question, the roadmap, the 10 retrieved passages, the 10 kept
   passages and the 16 candidate queries: the mean embedding of the text's words (hashed into
-  :data:`VOCAB` buckets), plus the mean embedding (a second table) of its words that are not
+  :data:`VOCAB` buckets; names, the capitalised words, are left out of the passages and the
+  candidate queries), plus the mean embedding (a second table) of its words that are not
   in the question (what a passage says beyond the question: its relation, a "sister of"), plus
   a slot embedding (which text it is) plus a projection of
   word-overlap features (:func:`overlap_features`): how much of the question, the roadmap and
@@ -59,11 +60,14 @@ def _bucket(word: str) -> int:
 
 
 @functools.lru_cache(maxsize=200_000)
-def word_ids(text: str, limit: int, leave_out: frozenset[str] = frozenset()) -> tuple[int, ...]:
-    """The first ``limit`` words of ``text`` that are not in ``leave_out``, as hash buckets
-    1..VOCAB-1 (0 pads)."""
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in leave_out]
-    return tuple(_bucket(word) for word in words[:limit])
+def word_ids(
+    text: str, limit: int, leave_out: frozenset[str] = frozenset(), names: bool = True
+) -> tuple[int, ...]:
+    """The first ``limit`` words of ``text`` that are not in ``leave_out`` (lower case), as hash
+    buckets 1..VOCAB-1 (0 pads); ``names=False`` also leaves out capitalised words (names)."""
+    found = re.findall(r"[A-Za-z0-9]+", text)
+    words = [w.lower() for w in found if names or not w[0].isupper()]
+    return tuple(_bucket(word) for word in words if word not in leave_out)[:limit]
 
 
 def _share(part: frozenset, whole: frozenset) -> float:
@@ -123,9 +127,21 @@ def featurise(observations: Sequence[Mapping[str, Any]]) -> Batch:
         roles.append(int(obs["role"]))
         retrievals.append(int(obs["retrievals"]))
         texts = [question, roadmap, *obs["docs"], *obs["kept"], *obs["spans"]]
-        words.append([_padded(word_ids(text, WORDS), WORDS) for text in texts])
+        # Passages and candidate queries are read by their wording, not by whom they name:
+        # names enter through the overlap features alone, so that a passage about a fact the
+        # proxy never saw reads like the ones it trained on (with names in its bag, the proxy
+        # memorises the training passages instead).
+        named = [True, True] + [False] * (len(texts) - 2)
         asked = frozenset(re.findall(r"[a-z0-9]+", question.lower()))
-        novel.append([_padded(word_ids(text, WORDS, asked), WORDS) for text in texts])
+        words.append(
+            [_padded(word_ids(t, WORDS, names=n), WORDS) for t, n in zip(texts, named, strict=True)]
+        )
+        novel.append(
+            [
+                _padded(word_ids(t, WORDS, asked, n), WORDS)
+                for t, n in zip(texts, named, strict=True)
+            ]
+        )
         row = [overlap_features(t, q_words, r_words, kept_words, kept_texts) for t in texts[2:]]
         features.append([[0.0] * FEATURES, [0.0] * FEATURES, *row])
         empty.append([False, not roadmap, *(not text for text in texts[2:])])
