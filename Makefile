@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl,diplomacy,data,methods,llm
+EXTRAS ?= dev,chess,rl,diplomacy,data,methods,rag,llm
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
