@@ -38,7 +38,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -288,12 +288,12 @@ class Experiment:
             job=f"each job of {scenario.name!r}",
         )
 
-    def execute(self, pool: Pool | None = None) -> RunOutput:
-        """Run every stage into the run folder (resuming), then write the outputs. The stages
-        run in ``pool`` when given (the caller closes it), else in one from :meth:`make_pool`."""
-        own_pool = self.make_pool() if pool is None else nullcontext(pool)
-        self.run.write_scenario(self.scenario)
-        with EpisodeStore(self.run.root) as store, own_pool as pool:
+    def execute(self) -> RunOutput:
+        """Run every stage into the run folder (resuming) in the pool of :meth:`make_pool`
+        (made first: a backend that cannot serve fails before anything is written), then write
+        the outputs."""
+        with self.make_pool() as pool, EpisodeStore(self.run.root) as store:
+            self.run.write_scenario(self.scenario)
             self.store, self.pool = store, pool
             try:
                 for stage in self.stages:

@@ -175,14 +175,24 @@ def _backend_arguments(parser: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+def _chosen_backend(
+    args: argparse.Namespace, backend: str = "local", address: str | None = None
+) -> tuple[str, str | None]:
+    """The command line's ``--backend`` and ``--address`` over ``backend`` and ``address`` (a
+    scenario's); a scenario's address goes with its backend only."""
+    chosen = args.backend or backend
+    if args.address is not None:
+        address = args.address
+    elif chosen != backend:
+        address = None
+    if address is not None and chosen != "ray":
+        raise UsageError(f"--address {address} is for --backend ray")
+    return chosen, address
+
+
 def _on_backend(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """``scenario`` with the command line's ``--backend`` and ``--address`` over its own."""
-    backend = args.backend or scenario.backend
-    address = args.address
-    if address is None and backend == scenario.backend:
-        address = scenario.address
-    if address is not None and backend != "ray":
-        raise UsageError(f"--address {address} is for --backend ray")
+    backend, address = _chosen_backend(args, scenario.backend, scenario.address)
     return scenario.model_copy(update={"backend": backend, "address": address})
 
 
@@ -249,10 +259,8 @@ def _eval(args: argparse.Namespace) -> int:
     from omnigym.evaluators.scorecard import build_scorecard, format_table
     from omnigym.evaluators.store import EpisodeStore
 
-    backend = args.backend or "local"
-    if args.address is not None and backend != "ray":
-        raise UsageError(f"--address {args.address} is for --backend ray")
-    pool = make_pool(args.workers, backend, args.address, job=f"{args.env_id} {args.agent}")
+    backend, address = _chosen_backend(args)
+    pool = make_pool(args.workers, backend, address, job=f"{args.env_id} {args.agent}")
     store = EpisodeStore(args.out) if args.out else None
     args.stored_in = args.out
     try:

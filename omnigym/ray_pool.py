@@ -141,6 +141,7 @@ class RayPool(Pool):
         before = set(children(os.getpid()))
         try:
             self._init(
+                address="local",  # a new instance, even where `ray start` runs one
                 num_cpus=math.ceil(workers * cpus_per_job),
                 _node_ip_address="127.0.0.1",
                 **quiet,
