@@ -1,0 +1,102 @@
+"""Throughput of the pool backends: episodes per second at 1 and 2 workers, local and Ray.
+
+    .venv/bin/python benchmarks/scaling.py [--out benchmarks/results/scaling.json] [--repeats 3]
+
+A fixed evaluation (:data:`SCALING`: random play on ``Safe/PointGoal1-v0``, about 0.2 s of CPU
+per episode, so the episodes' work outweighs the pool's) is timed with the local backend at 1
+worker (played in this process) and 2 workers, and with Ray at 2 workers on a Ray instance
+started here; each as episodes per second and as a ratio to 1 worker (on 2 free cores the goal
+is at least 1.7 for both backends). Ray's overhead per episode is the difference between Ray's
+and the local backend's seconds per episode at 2 workers, on the fixed evaluation and on one of
+short episodes (:data:`OVERHEAD`: random play on ``LMRL/MazeFO-v0``, about 2 ms each), where
+the pool's own cost shows. Ray's start-up (``ray.init`` of a local instance) is timed apart.
+Each figure is the fastest of ``--repeats`` runs; the machine's load average is recorded before
+and after, as other work on a shared machine lowers the ratios. A plain script: nothing is
+asserted. Prints the JSON it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from omnigym.evaluators.rollout import evaluate
+from omnigym.io import atomic_write_text
+from omnigym.pool import Pool, make_pool
+
+SCALING = {"env_id": "Safe/PointGoal1-v0", "agent": "random", "episodes": 48}
+OVERHEAD = {"env_id": "LMRL/MazeFO-v0", "agent": "random", "episodes": 400}
+
+
+def seconds(pool: Pool, case: dict[str, Any], repeats: int) -> float:
+    """The fastest of ``repeats`` evaluations of ``case`` in ``pool`` (each a fresh seed, so
+    nothing is cached; the first one's worker start-up is not counted)."""
+    evaluate(case["env_id"], case["agent"], episodes=2 * pool.workers, seeds=[99], pool=pool)
+    best = float("inf")
+    for repeat in range(repeats):
+        start = time.perf_counter()
+        evaluate(
+            case["env_id"], case["agent"], episodes=case["episodes"], seeds=[repeat], pool=pool
+        )
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(repeats: int) -> dict[str, Any]:
+    load_before = os.getloadavg()
+    timings: dict[str, dict[str, float]] = {"scaling": {}, "overhead": {}}
+    for name, workers in (("local_1", 1), ("local_2", 2)):
+        with make_pool(workers) as pool:
+            timings["scaling"][name] = seconds(pool, SCALING, repeats)
+            if workers == 2:
+                timings["overhead"][name] = seconds(pool, OVERHEAD, repeats)
+    start = time.perf_counter()
+    with make_pool(2, backend="ray") as pool:
+        ray_start = time.perf_counter() - start
+        timings["scaling"]["ray_2"] = seconds(pool, SCALING, repeats)
+        timings["overhead"]["ray_2"] = seconds(pool, OVERHEAD, repeats)
+    scaling = timings["scaling"]
+    rates = {name: SCALING["episodes"] / value for name, value in scaling.items()}
+    per_episode = {
+        name: {key: value / case["episodes"] for key, value in timings[name].items()}
+        for name, case in (("scaling", SCALING), ("overhead", OVERHEAD))
+    }
+    return {
+        "cpus": os.cpu_count(),
+        "load_average_before": [round(load, 2) for load in load_before],
+        "load_average_after": [round(load, 2) for load in os.getloadavg()],
+        "repeats": repeats,
+        "scaling_case": SCALING,
+        "episodes_per_second": {name: round(rate, 3) for name, rate in rates.items()},
+        "ratio_to_1_worker": {
+            name: round(rate / rates["local_1"], 3) for name, rate in rates.items()
+        },
+        "ray_start_seconds": round(ray_start, 2),
+        "ray_overhead_ms_per_episode": {
+            name: round(1000 * (times["ray_2"] - times["local_2"]), 3)
+            for name, times in per_episode.items()
+        },
+        "overhead_case": OVERHEAD,
+        "ms_per_episode": {
+            name: {key: round(1000 * value, 3) for key, value in times.items()}
+            for name, times in per_episode.items()
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/scaling.json"))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    text = json.dumps(measure(args.repeats), indent=2) + "\n"
+    atomic_write_text(args.out, text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
