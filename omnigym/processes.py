@@ -39,7 +39,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -122,21 +121,38 @@ def terminate_raises() -> Iterator[None]:
 # -- descendants and the reaper ---------------------------------------------------------------
 
 
+def _read(path: str) -> bytes | None:
+    """A ``/proc`` file's bytes, or ``None`` when it is gone (plain ``os`` calls: a finished
+    episode reads several, and ``pathlib`` costs ten times as much)."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(handle, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first)."""
+    stat = _read(f"/proc/{pid}/stat")
+    return None if stat is None else stat.rsplit(b")", 1)[1].split()
+
+
 def children(pid: int) -> list[int]:
     """The live child processes of ``pid`` (Linux ``/proc``; empty elsewhere)."""
-    found = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+    found = []
     for task in tasks:
-        try:
-            found += [
-                int(child)
-                for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-            ]
-        except OSError:
-            continue
+        found += [
+            int(child) for child in (_read(f"/proc/{pid}/task/{task}/children") or b"").split()
+        ]
     return found
 
 
@@ -153,11 +169,8 @@ def descendants(pid: int) -> list[int]:
 def start_time(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (``None`` when it is gone): with the pid,
     it names one process even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
 
 
 class Reaper:
@@ -246,11 +259,9 @@ def cpu_seconds() -> float:
     finished = resource.getrusage(resource.RUSAGE_CHILDREN)
     running = 0
     for child in children(os.getpid()):
-        try:
-            fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        running += int(fields[11]) + int(fields[12])  # utime, stime
+        fields = _stat(child)
+        if fields is not None:
+            running += int(fields[11]) + int(fields[12])  # utime, stime
     return own + finished.ru_utime + finished.ru_stime + running / _CLOCK_TICKS
 
 
@@ -265,10 +276,15 @@ def reset_peak_rss() -> None:
     """Start a new peak of resident memory (Linux: ``/proc/self/clear_refs``); where that is not
     allowed the peak stays the process's."""
     try:
-        with open("/proc/self/clear_refs", "w") as file:
-            file.write("5")
+        handle = os.open("/proc/self/clear_refs", os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.write(handle, b"5")
     except OSError:
         pass
+    finally:
+        os.close(handle)
 
 
 @contextmanager
