@@ -114,14 +114,28 @@ def cluster():
         subprocess.run([*head, *common, *_node_ports()], env=env, check=True, capture_output=True)
         node = [RAY, "start", f"--address={started.address}", *common, *_node_ports()]
         subprocess.run(node, env=env, check=True, capture_output=True)
-        status = subprocess.run(
-            [RAY, "status", f"--address={started.address}"], env=env, capture_output=True, text=True
-        )
-        assert status.stdout.count(" node_") == 2 and "0.0/2.0 CPU" in status.stdout, status
+        status = _status_once_both_nodes_are_up(started)
+        assert status.count(" node_") == 2 and "0.0/2.0 CPU" in status, status
         yield started
     finally:
         _stop(started)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _status_once_both_nodes_are_up(cluster: Cluster, timeout: float = 60) -> str:
+    """``ray status`` once it lists two nodes (a node that ``ray start`` has just started
+    registers with the head a moment later, seconds on a loaded machine), or at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = subprocess.run(
+            [RAY, "status", f"--address={cluster.address}"],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+        ).stdout
+        if status.count(" node_") == 2 or time.monotonic() > deadline:
+            return status
+        time.sleep(1.0)
 
 
 def _stop(cluster: Cluster) -> None:
