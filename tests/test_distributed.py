@@ -298,7 +298,7 @@ def test_an_address_where_no_cluster_answers_fails_within_seconds_naming_it(tmp_
 )
 def test_a_killed_run_on_its_own_ray_instance_leaves_no_process_behind(tmp_path, signum):
     scenario, out = tmp_path / "slow.yaml", tmp_path / "out"
-    scenario.write_text(SLOW.replace("episodes: 10", "episodes: 100"))
+    scenario.write_text(SLOW.replace("episodes: 10", "episodes: 30"))
     args = ["run", str(scenario), "--out", str(out), "--backend", "ray"]
     killed = kill_run(args, out, signum, ready="ray::_run_job")
     commands = list(killed.processes.values())
@@ -311,3 +311,13 @@ def test_a_killed_run_on_its_own_ray_instance_leaves_no_process_behind(tmp_path,
         assert f"Resume with the same command: omnigym run {scenario} --out {out}" in (
             killed.stderr
         )
+        return
+    stored = (out / EPISODES_FILE).read_text()
+    stored = stored[: stored.rfind("\n") + 1]  # the line being written when killed is dropped
+    resumed = subprocess.run(
+        [sys.executable, "-m", "omnigym.cli", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / EPISODES_FILE).read_text().startswith(stored)  # nothing stored is played again
+    keys = [(r["seed"], r["episode"]) for r in read_records(out / EPISODES_FILE)]
+    assert sorted(keys) == [(seed, episode) for seed in (0, 1) for episode in range(30)]
