@@ -10,12 +10,14 @@ is at least 1.7 for both backends). Ray's overhead per episode is the difference
 and the local backend's seconds per episode at 2 workers, on the fixed evaluation and on one of
 short episodes (:data:`OVERHEAD`: random play on ``LMRL/MazeFO-v0``, under 1 ms of CPU each),
 where the pool's own cost shows. Ray's start-up (``ray.init`` of a local instance) is timed
-apart. Each figure is the fastest of ``--repeats`` runs. Other work on a shared machine lowers
-the ratios, so the load average is recorded before and after, and ``cores_used`` gives, per
-configuration, the CPU seconds the episodes got in their workers (the records' ``cpu_seconds``)
-per wall second: a ratio below 1.7 with ``cores_used`` of 2 would be the pool's fault, one with
-``cores_used`` well below 2 is the machine's. A plain script: nothing is
-asserted. Prints the JSON it writes.
+apart, and so is each backend's cost per job, the round trip of an empty job (:data:`JOBS` of
+them through ``Pool.map``, two workers): an episode's share of it is that over the batch size,
+up to 32 episodes per job. Each figure is the fastest of ``--repeats`` runs. Other work on a
+shared machine lowers the ratios, so the load average is recorded before and after, and
+``cores_used`` gives, per configuration, the CPU seconds the episodes got in their workers (the
+records' ``cpu_seconds``) per wall second: a ratio below 1.7 with ``cores_used`` near 2 would be
+the pool's fault, one with ``cores_used`` well below 2 is the machine's. A plain script: nothing
+is asserted. Prints the JSON it writes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from omnigym.pool import Pool, make_pool
 
 SCALING = {"env_id": "Safe/PointGoal1-v0", "agent": "random", "episodes": 192}
 OVERHEAD = {"env_id": "LMRL/MazeFO-v0", "agent": "random", "episodes": 400}
+JOBS = 200
 
 
 def seconds(pool: Pool, case: dict[str, Any], repeats: int) -> tuple[float, float]:
@@ -51,19 +54,34 @@ def seconds(pool: Pool, case: dict[str, Any], repeats: int) -> tuple[float, floa
     return best
 
 
+def job_round_trip(pool: Pool, repeats: int) -> float:
+    """Seconds per empty job through ``pool``, the fastest of ``repeats`` rounds of
+    :data:`JOBS` jobs."""
+    list(pool.map(abs, range(2 * pool.workers)))  # workers started, not counted
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        list(pool.map(abs, range(JOBS), ordered=False))
+        best = min(best, (time.perf_counter() - start) / JOBS)
+    return best
+
+
 def measure(repeats: int) -> dict[str, Any]:
     load_before = os.getloadavg()
     measured: dict[str, dict[str, tuple[float, float]]] = {"scaling": {}, "overhead": {}}
+    round_trip: dict[str, float] = {}
     for name, workers in (("local_1", 1), ("local_2", 2)):
         with make_pool(workers) as pool:
             measured["scaling"][name] = seconds(pool, SCALING, repeats)
             if workers == 2:
                 measured["overhead"][name] = seconds(pool, OVERHEAD, repeats)
+                round_trip[name] = job_round_trip(pool, repeats)
     start = time.perf_counter()
     with make_pool(2, backend="ray") as pool:
         ray_start = time.perf_counter() - start
         measured["scaling"]["ray_2"] = seconds(pool, SCALING, repeats)
         measured["overhead"]["ray_2"] = seconds(pool, OVERHEAD, repeats)
+        round_trip["ray_2"] = job_round_trip(pool, repeats)
     timings = {
         case: {name: wall for name, (wall, _) in runs.items()} for case, runs in measured.items()
     }
@@ -87,6 +105,7 @@ def measure(repeats: int) -> dict[str, Any]:
             name: round(cpu / wall, 2) for name, (wall, cpu) in measured["scaling"].items()
         },
         "ray_start_seconds": round(ray_start, 2),
+        "ms_per_empty_job": {name: round(1000 * value, 3) for name, value in round_trip.items()},
         "ray_overhead_ms_per_episode": {
             name: round(1000 * (times["ray_2"] - times["local_2"]), 3)
             for name, times in per_episode.items()
