@@ -60,14 +60,14 @@ def kill_run(
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and process.poll() is None:
+        deadline, waiting = time.monotonic() + 240, True
+        while waiting and time.monotonic() < deadline and process.poll() is None:
             below = descendants(process.pid)
             started = ready is None or any(ready in command_line(pid) for pid in below)
-            if started and len(read_records(out / EPISODES_FILE)) >= episodes:
-                break
+            waiting = not started or len(read_records(out / EPISODES_FILE)) < episodes
             time.sleep(0.1)
         assert process.poll() is None, f"the run ended before it was killed: {log.read_text()}"
+        assert not waiting, f"the run was not under way after 240 s: {log.read_text()}"
         below = descendants(process.pid)
         processes = {pid: command_line(pid) for pid in below}
         starts = {pid: start_time(pid) for pid in below}
