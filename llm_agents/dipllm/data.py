@@ -10,9 +10,9 @@ restarts the position) and, per power, the orderable locations in decoding order
 legal orders and the order its bot chose (``<none>`` where it gave none). The earlier orders of
 location d are the chosen orders of the locations before it.
 
-Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in the worker processes of a
-:class:`~omnigym.pool.WorkerPool` (an experiment's, or one started for the call), each of which
-builds one environment per (map, year cap, action format) on first use.
+Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in the workers of a pool
+(:mod:`omnigym.pool`: local processes or Ray tasks; an experiment's, or local processes started
+for the call), each of which builds one environment per (map, year cap, action format) on first use.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool
+from omnigym.processes import measured
 from omnigym.threads import map_in_workers
 
 from .text import BOS, NONE, Tokenizer, adjustment_count, board_view, choices, turn_text
@@ -39,7 +40,7 @@ def map_jobs(
     function: Callable[[Any], Any],
     items: Sequence[Any],
     workers: int = 1,
-    pool: WorkerPool | None = None,
+    pool: Pool | None = None,
 ) -> Iterator[Any]:
     """``function`` over ``items``, in order: in ``pool`` when given, else in a pool of
     ``workers`` started for this call alone."""
@@ -144,19 +145,23 @@ def play_data_game(spec: DataSpec, game: int) -> list[dict[str, Any]]:
 
 
 def generate_data(
-    spec: DataSpec, path: str | os.PathLike, workers: int = 1, pool: WorkerPool | None = None
+    spec: DataSpec, path: str | os.PathLike, workers: int = 1, pool: Pool | None = None
 ) -> dict[str, Any]:
     """Play ``spec.games`` games and write their phase records to ``path`` (gzipped JSON lines,
     written under a temporary name and renamed when complete), in ``pool`` or in ``workers``
-    processes (:func:`map_jobs`). Returns counts and seconds."""
+    processes (:func:`map_jobs`). Returns counts, wall seconds, and the CPU seconds and largest
+    peak memory of the games, measured in the workers that played them."""
     start = time.perf_counter()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
     phases = turns = 0
+    cpu_seconds, peak_rss_mb = 0.0, 0.0
     with gzip.open(partial, "wt", encoding="utf-8") as file:
         jobs = [(spec, game) for game in range(spec.games)]
-        for records in map_jobs(_data_game_job, jobs, workers, pool):
+        for records, usage in map_jobs(_data_game_job, jobs, workers, pool):
+            cpu_seconds += usage["cpu_seconds"]
+            peak_rss_mb = max(peak_rss_mb, usage["peak_rss_mb"])
             for record in records:
                 file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 phases += 1
@@ -167,11 +172,15 @@ def generate_data(
         "phases": phases,
         "turns": turns,
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds,
+        "peak_rss_mb": peak_rss_mb,
     }
 
 
-def _data_game_job(job: tuple[DataSpec, int]) -> list[dict[str, Any]]:
-    return play_data_game(*job)
+def _data_game_job(job: tuple[DataSpec, int]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    with measured() as usage:
+        records = play_data_game(*job)
+    return records, usage
 
 
 def read_phases(path: str | os.PathLike, games: int | None = None) -> Iterator[dict[str, Any]]:

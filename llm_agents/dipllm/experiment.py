@@ -212,11 +212,13 @@ class DipLLMExperiment(Experiment):
                 self.data_file, QConfig(**settings), ranker.model, ranker.tokenizer
             )
             done_before = len(read_q(self.q_file))
-            groups = estimate_q(tasks, self.q_file, pool=self.pool)
+            usage: dict[str, float] = {}
+            groups = estimate_q(tasks, self.q_file, pool=self.pool, usage=usage)
         if len(groups) > done_before:
-            # The groups estimated in all (at most the ``groups`` option), beside the settings.
+            # The groups estimated in all (at most the ``groups`` option), beside the settings;
+            # CPU and memory are the workers' (the ranker's CPU here is not counted).
             counts = {"groups": len(groups), "estimated_now": len(groups) - done_before}
-            self.run.diagnose("q", **{**settings, **counts, "seconds": timing["seconds"]})
+            self.run.diagnose("q", **{**settings, **counts, "seconds": timing["seconds"], **usage})
 
     def train(self) -> None:
         """Every DipLLM agent on every run seed."""

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from omnigym.envs.diplomacy.orders import order_location
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool
+from omnigym.processes import measured
 
 from .config import QConfig
 from .data import Dataset, cached_env, make_bot, map_jobs, read_phases
@@ -192,6 +193,12 @@ def group_values(task: RolloutTask) -> dict[str, Any]:
     }
 
 
+def _measured_group_values(task: RolloutTask) -> tuple[dict[str, Any], dict[str, float]]:
+    with measured() as usage:
+        group = group_values(task)
+    return group, usage
+
+
 def read_q(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The groups of a Q file (JSON lines; a partial last line is skipped)."""
     file = Path(path)
@@ -207,12 +214,15 @@ def estimate_q(
     path: str | os.PathLike,
     workers: int = 1,
     on_group: Callable[[dict[str, Any]], None] | None = None,
-    pool: WorkerPool | None = None,
+    pool: Pool | None = None,
+    usage: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Value every task's candidates, in ``pool`` or in ``workers`` processes
     (:func:`.data.map_jobs`), and append each group to the JSON-lines file ``path`` as it is
     done (flushed); groups already in the file are kept and not estimated again, so a killed
-    estimation resumes. Returns the groups of ``tasks`` in task order."""
+    estimation resumes. Returns the groups of ``tasks`` in task order. ``usage``, when given,
+    receives the ``cpu_seconds`` (summed) and ``peak_rss_mb`` (largest) of the groups estimated
+    now, measured in the workers that estimated them."""
     file = Path(path)
     file.parent.mkdir(parents=True, exist_ok=True)
     done = {}
@@ -224,7 +234,12 @@ def estimate_q(
             handle.truncate(data.rfind(b"\n") + 1)
     todo = [task for task in tasks if task.key not in done]
     with file.open("a", encoding="utf-8") as handle:
-        for group in map_jobs(group_values, todo, workers, pool):
+        spent = {"cpu_seconds": 0.0, "peak_rss_mb": 0.0}
+        for group, cost in map_jobs(_measured_group_values, todo, workers, pool):
+            spent["cpu_seconds"] += cost["cpu_seconds"]
+            spent["peak_rss_mb"] = max(spent["peak_rss_mb"], cost["peak_rss_mb"])
+            if usage is not None:
+                usage.update(spent)
             handle.write(json.dumps(group, separators=(",", ":")) + "\n")
             handle.flush()
             done[(group["game"], group["phase_index"], group["power"], group["location"])] = group
