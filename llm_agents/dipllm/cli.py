@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .agent import DipLLMAgent
+from .agent import FINETUNE_TARGETS, DipLLMAgent
 from .config import HEADS, QConfig
 from .data import DataSpec, generate_data, read_phases
 from .q import estimate_q, rollout_tasks
@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     training.add_argument("--lam", type=positive_lam, default=math.inf, help="λ (default inf)")
     training.add_argument("--finetune", type=int, default=0, help="fine-tuning epochs")
     training.add_argument("--finetune-lr", type=float, default=2e-4)
+    training.add_argument("--target", choices=FINETUNE_TARGETS, default="equilibrium")
     training.add_argument("--init", type=Path, help="start from this checkpoint's weights")
     training.add_argument("--head", choices=HEADS, default="factorised")
     training.add_argument("--updates", type=int, default=3000, help="behaviour cloning updates")
@@ -96,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             games=args.games,
             finetune=args.finetune,
             finetune_lr=args.finetune_lr,
+            finetune_target=args.target,
             batch_size=args.batch_size,
             lr=args.lr,
             map_name=next(read_phases(args.data))["map_name"],

@@ -266,9 +266,8 @@ class DipLLMExperiment(Experiment):
 
         def stage_one(entry: AgentEntry) -> tuple:
             kwargs = self._kwargs(entry)
-            kwargs = {
-                k: v for k, v in kwargs.items() if k not in ("lam", "finetune", "finetune_lr")
-            }
+            stage_two = ("lam", "finetune", "finetune_lr", "finetune_target")
+            kwargs = {k: v for k, v in kwargs.items() if k not in stage_two}
             return (json.dumps(kwargs, sort_keys=True), entry.train.budget)
 
         for other in self.learners:

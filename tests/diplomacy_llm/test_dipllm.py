@@ -51,19 +51,6 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def pure_data(tmp_path_factory):
-    """Twenty seeded bot games on the tiny pure map, to 1904."""
-    path = tmp_path_factory.mktemp("dipllm") / "pure.jsonl.gz"
-    generate_data(DataSpec(games=20, seed=0, max_year=1904, map_name="pure"), path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def pure_tokenizer():
-    return Tokenizer.for_map("pure")
-
-
-@pytest.fixture(scope="module")
 def standard_info():
     env = omnigym.make("Diplomacy/Standard-v0", max_year=1902)
     _, infos = env.reset(seed=0)
