@@ -21,14 +21,16 @@ small scale:
    exp(Q/λ) normalised within its group: it re-weights the data, so no probability moves to a
    candidate the data's bot did not play.
 
-Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm data|q|train``):
+Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm
+data|q|noise|train``):
 
 - ``data`` (:mod:`.data`): seeded games of a mix of the reference bots
   (:mod:`omnigym.agents.diplomacy.bots`) capped at a year, one gzipped JSON line per phase.
 - ``q`` (:mod:`.q`): unit-level Q of a (state, earlier orders, candidate order) triple by
-  rollouts of the bots from the saved phase, for the behaviour's order and the ``top_k`` most
-  likely orders of the current policy (a trained factorised checkpoint; without one, ``top_k``
-  other legal orders drawn uniformly).
+  rollouts of the bots from the saved phase (the data game's bots, or one bot for every power),
+  for the behaviour's order, the ``top_k`` most likely orders of the current policy (a trained
+  factorised checkpoint) and ``sampled`` more drawn from it; ``noise`` (:mod:`.noise`) measures
+  how well the rollouts order the candidates.
 - ``train`` (:mod:`.agent`, :mod:`.training`): a model from scratch: ``--updates`` of BC on
   every decision, then, with a Q file, ``--finetune`` epochs of fine-tuning on the decisions
   that have a Q group (the rest of their turn only conditions them); ``--init`` starts from a
@@ -63,13 +65,13 @@ so the agent never over-orders.
 :mod:`.smollm2` runs the behaviour-weighted training on a pretrained language model,
 SmolLM2-135M with LoRA.
 
-Seeding: data games, rollouts, minibatches and joint-action samples come from
+Seeding: data games, rollouts, candidate draws, minibatches and joint-action samples come from
 NumPy generators seeded by the given seed (``SeedSequence``); model initialisation from a forked
 torch generator; no global RNG is touched. Worker processes run one torch thread.
 
 Modules: :mod:`.config` (settings), :mod:`.text` (tokens and board text), :mod:`.model`,
 :mod:`.data`, :mod:`.weights`, :mod:`.losses`, :mod:`.training`, :mod:`.q` (Q by rollouts),
-:mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line),
+:mod:`.noise` (Q's noise), :mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line),
 :mod:`.experiment` (the whole ablation as an experiment-kit scenario,
 ``scenarios/claims/dipllm.yaml``; not imported here) and :mod:`.smollm2` (the SmolLM2 variant,
 which needs the ``llm`` extra and is not imported here).
@@ -77,7 +79,7 @@ which needs the ``llm`` extra and is not imported here).
 
 from .agent import CONFIG_FILE, FINETUNE_TARGETS, WEIGHTS_FILE, DipLLMAgent
 from .cli import main
-from .config import HEADS, ModelConfig, QConfig, TrainConfig
+from .config import CONTINUATIONS, HEADS, ModelConfig, QConfig, TrainConfig
 from .data import Dataset, DataSpec, Turn, generate_data, play_data_game, read_phases
 from .losses import (
     candidate_joints,
@@ -89,6 +91,7 @@ from .losses import (
     sample_joint,
 )
 from .model import DipLLMModel, build_model, count_parameters
+from .noise import q_noise
 from .q import (
     RolloutTask,
     estimate_q,
@@ -115,6 +118,7 @@ from .weights import behaviour_weight, equilibrium_policy, group_weights, joint_
 
 __all__ = [
     "CONFIG_FILE",
+    "CONTINUATIONS",
     "FINETUNE_TARGETS",
     "HEADS",
     "MAX_ORDER_WORDS",
@@ -154,6 +158,7 @@ __all__ = [
     "joint_weight",
     "main",
     "play_data_game",
+    "q_noise",
     "rank_choices",
     "read_phases",
     "read_q",

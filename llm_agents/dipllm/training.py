@@ -1,5 +1,5 @@
 """DipLLM-lite's training loop, the equilibrium targets of the fine-tuning set, and the ranking
-of a location's orders that picks the Q candidates.
+of a location's orders (with their probabilities) that picks the Q candidates.
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025): AdamW on minibatches of turns with the head's loss
@@ -76,14 +76,16 @@ def equilibrium_targets(model: DipLLMModel, dataset: Dataset, lam: float) -> flo
 
 
 @torch.inference_mode()
-def rank_choices(model: DipLLMModel, dataset: Dataset, turn: Turn) -> list[list[str]]:
-    """Each location's choices, most probable first, under the factorised ``model``
-    conditioned on the behaviour's earlier orders (one teacher-forced pass)."""
+def rank_choices(model: DipLLMModel, dataset: Dataset, turn: Turn) -> list[list[tuple[str, float]]]:
+    """Each location's choices with their probabilities, most probable first, under the
+    factorised ``model`` conditioned on the behaviour's earlier orders (one teacher-forced
+    pass)."""
     if model.config.head != "factorised":
         raise ValueError("ranking orders per location needs a factorised model")
     logits, decisions = factorised_logits(model, dataset, [turn])
     ranked = []
     for row, (options, _) in enumerate(decisions):
-        order = torch.argsort(logits[row, : len(options)], descending=True, stable=True)
-        ranked.append([dataset.orders[options[i]] for i in order.tolist()])
+        probabilities = torch.softmax(logits[row, : len(options)], dim=-1)
+        order = torch.argsort(probabilities, descending=True, stable=True)
+        ranked.append([(dataset.orders[options[i]], float(probabilities[i])) for i in order])
     return ranked

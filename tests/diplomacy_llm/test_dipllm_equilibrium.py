@@ -1,6 +1,6 @@
 """DipLLM's equilibrium fine-tuning (docs/diplomacy.md): the target π* ∝ π_base·exp(Q/λ), the
-loss toward it under both heads, and the published loss moving probability to the higher-Q
-candidate where the behaviour-weighted ablation cannot."""
+loss toward it under both heads, the published loss moving probability to the higher-Q candidate
+where the behaviour-weighted ablation cannot, and the Q estimation's rollout bots and noise."""
 
 import math
 
@@ -22,6 +22,7 @@ from omnigym.llm_agents.dipllm import (  # noqa: E402
     estimate_q,
     factorised_logits,
     factorised_loss,
+    q_noise,
     rollout_tasks,
     train,
 )
@@ -104,14 +105,19 @@ def fine_tune(model, dataset, updates=40):
     return train(model, dataset, TrainConfig(updates=updates, batch_size=1, lr=1e-2, seed=0))
 
 
-def test_the_published_loss_moves_probability_to_the_higher_q_candidate(pure_data, pure_tokenizer):
+def fresh_two_candidate_case(pure_data, pure_tokenizer):
+    """The two-candidate group of the first two games on a fresh tiny factorised model, with
+    the model's probabilities of the behaviour's order and the other candidate before training."""
     dataset = Dataset.load(pure_data, pure_tokenizer, games=2)
     turn, group, other = two_candidate_group(dataset)
-    behaviour = turn.chosen[0]
     model = dipllm.build_model(ModelConfig(**TINY), len(pure_tokenizer), seed=0)
-    before_behaviour, before_other = candidate_probabilities(
-        model, dataset, turn, [behaviour, other]
-    )
+    before = candidate_probabilities(model, dataset, turn, [turn.chosen[0], other])
+    return dataset, turn, group, other, model, before
+
+
+def test_the_published_loss_moves_probability_to_the_higher_q_candidate(pure_data, pure_tokenizer):
+    dataset, turn, group, other, model, before = fresh_two_candidate_case(pure_data, pure_tokenizer)
+    behaviour, before_other = turn.chosen[0], before[1]
     dataset.set_groups([group])
     equilibrium_targets(model, dataset, lam=0.5)
     target_other = float(turn.targets[0][1])
@@ -128,13 +134,8 @@ def test_the_published_loss_moves_probability_to_the_higher_q_candidate(pure_dat
 def test_the_behaviour_weighted_ablation_cannot_move_probability_to_another_candidate(
     pure_data, pure_tokenizer
 ):
-    dataset = Dataset.load(pure_data, pure_tokenizer, games=2)
-    turn, group, other = two_candidate_group(dataset)
-    behaviour = turn.chosen[0]
-    model = dipllm.build_model(ModelConfig(**TINY), len(pure_tokenizer), seed=0)
-    before_behaviour, before_other = candidate_probabilities(
-        model, dataset, turn, [behaviour, other]
-    )
+    dataset, turn, group, other, model, before = fresh_two_candidate_case(pure_data, pure_tokenizer)
+    behaviour, (before_behaviour, before_other) = turn.chosen[0], before
     assert dataset.set_weights([group], lam=0.5, default=0.0) == 1
     assert turn.weights[0] == pytest.approx(2 / (1 + math.exp(2.0)))  # low, but positive
     fine_tune(model, dataset)
@@ -184,3 +185,54 @@ def test_an_agent_fine_tunes_toward_the_equilibrium_target_by_default(tmp_path, 
     assert ablation.learn(pure_data, 1, q=tmp_path / "q.jsonl")["target_shift"] is None
     with pytest.raises(ValueError, match="finetune_target"):
         DipLLMAgent(map_name="pure", finetune_target="search")
+
+
+# ---- Q: candidates, rollout bots, noise ----------------------------------------------------
+
+
+@pytest.mark.parametrize("continuation", ["data", "greedy"])
+def test_rollouts_are_continued_by_the_named_bots(tmp_path, pure_data, monkeypatch, continuation):
+    made = []
+
+    def recording(name, seed):
+        made.append(name)
+        return dipllm.data.make_bot(name, seed)
+
+    monkeypatch.setattr(dipllm.q, "make_bot", recording)
+    config = QConfig(rollouts=2, top_k=1, horizon_years=1, groups=2, continuation=continuation)
+    tasks = rollout_tasks(pure_data, config)
+    groups = estimate_q(tasks, tmp_path / "q.jsonl")
+    if continuation == "greedy":
+        assert set(made) == {"greedy"}
+    else:
+        assert made == [name for task in tasks for _ in range(4) for name in task.bots.values()]
+    for group in groups:
+        assert group["continuation"] == continuation
+        assert np.shape(group["values"]) == (2, 2)
+        assert group["q"] == pytest.approx(np.mean(group["values"], axis=1))
+
+
+def test_q_noise_reports_standard_errors_spread_and_top_changes():
+    groups = [
+        {"values": [[1, 1, 3, 3], [0, 0, 0, 0]]},  # halves agree: candidate 0 is best
+        {"values": [[2, 0], [0, 2]]},  # halves disagree
+        {"values": [[1, 1], [1, 1]]},  # every candidate alike: no order to change
+        {"values": [[1], [0]]},  # one rollout: no noise estimate, left out
+    ]
+    noise = q_noise(groups, lam=1.0)
+    sd_first = np.std([1, 1, 3, 3], ddof=1)
+    assert noise["groups"] == 3
+    assert noise["top_change"] == pytest.approx(1 / 3)
+    assert noise["flat"] == pytest.approx(2 / 3)  # the second group's Q ties too: [1, 1]
+    assert noise["sd"] == pytest.approx((sd_first / 2 + np.sqrt(2) + 0) / 3)
+    assert noise["se"] == pytest.approx((sd_first / 4 + 1 + 0) / 3)
+    assert noise["se_difference"] == pytest.approx((sd_first / 2 + 2 + 0) / 3)
+    assert noise["spread"] == pytest.approx((np.sqrt(2) + 0 + 0) / 3)
+
+    def tv(first, second):  # between the halves' targets, uniform π_base, λ = 1
+        p, q = np.exp(first), np.exp(second)
+        return 0.5 * np.abs(p / p.sum() - q / q.sum()).sum()
+
+    expected_tv = (tv([1, 0], [3, 0]) + tv([2, 0], [0, 2]) + 0) / 3
+    assert noise["target_tv"] == pytest.approx(expected_tv)
+    assert q_noise([{"values": [[1]]}], lam=1.0) == {"groups": 0}
