@@ -34,10 +34,10 @@ def row(sos, games=140, half_width=0.1):
     }
 
 
-def fake_run(tmp_path, sos, extra=None, half_width=0.1):
+def fake_run(tmp_path, sos, extra=None, half_width=0.1, more_diagnostics=()):
     """A finished run whose matches against greedy have these mean SoS, each with a 95% CI of
     ± ``half_width`` of it (and ``extra`` tables), with training diagnostics giving each learned
-    agent's games."""
+    agent's games (and ``more_diagnostics``)."""
     matches = {
         TABLE: {label: {GREEDY: row(value, half_width=half_width)} for label, value in sos.items()}
     }
@@ -48,6 +48,7 @@ def fake_run(tmp_path, sos, extra=None, half_width=0.1):
         for label in sos
         if label != "random"
     ]
+    diagnostics += list(more_diagnostics)
     scorecard = {
         "dipllm": {"env_label": TABLE, "opponent": GREEDY, "max_year": 1910, "matches": matches}
     }
@@ -99,6 +100,27 @@ def test_claim_1_fails_when_af_ew_is_above_af_bc_within_the_noise(tmp_path):
     assert claims[0]["status"] == "fail"
     assert claims[0]["measured"]["AF+EW above AF+BC, CIs disjoint"] is False
     assert [c["status"] for c in claims[1:3]] == ["pass", "pass"]
+
+
+def test_claim_1_reports_the_q_noise_and_target_shift_the_fine_tuning_rested_on(tmp_path):
+    noise = {"lam": 0.5, "groups": 900, "se_difference": 0.06, "spread": 0.2, "top_change": 0.1}
+    q = {"stage": "q", "groups": 1000, "rollouts": 16, "continuation": "greedy", "seconds": 1.0}
+    shifts = [
+        {"stage": "train", "agent": "AF+EW", "seed": seed, "games": 500, "target_shift": shift}
+        for seed, shift in enumerate([0.12, 0.15])
+    ]
+    claims = check(fake_run(tmp_path, PASSING, more_diagnostics=[{**q, "noise": noise}, *shifts]))
+    measured = claims[0]["measured"]
+    assert measured["q"] == {
+        "groups": 1000,
+        "rollouts": 16,
+        "continuation": "greedy",
+        "noise": noise,
+    }
+    assert measured["AF+EW target_shift"] == [0.12, 0.15]
+    assert claims[0]["status"] == "pass"
+    # Without a Q stage (behaviour-cloned agents only) nothing is invented.
+    assert "q" not in check(fake_run(tmp_path, PASSING))[0]["measured"]
 
 
 @pytest.mark.parametrize(
