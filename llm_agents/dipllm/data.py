@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +205,11 @@ class Turn:
     adjust: int  # builds (> 0) or removals (< 0) due; 0 outside adjustment phases
     chosen: list[int]  # per location: the behaviour's order (0: none)
     weights: np.ndarray  # per location: the training weight
+    # location index -> its Q group: candidate order ids (the behaviour's first) and their Q
+    groups: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # location index -> the fine-tuning target over its group's candidates (the equilibrium
+    # policy); a location without one is trained toward its chosen order
+    targets: dict[int, np.ndarray] = field(default_factory=dict)
 
     def choices(self) -> list[tuple[np.ndarray, int]]:
         """Per location: the order ids it may take (:func:`.text.choices`) and the index of the
@@ -285,12 +290,13 @@ class Dataset:
     def set_weights(
         self, groups: Iterable[Mapping[str, Any]], lam: float, default: float = 1.0
     ) -> int:
-        """Weight each decision by its Q group (:func:`.weights.behaviour_weight`); decisions
-        without one weigh ``default`` (0 leaves them out of the loss). Returns how many decisions
-        got a Q weight."""
+        """Weight each decision by its Q group (:func:`.weights.behaviour_weight`, the
+        behaviour target); decisions without one weigh ``default`` (0 leaves them out of the
+        loss). Returns how many decisions got a Q weight."""
         by_key = {turn.key: turn for turn in self.turns}
         for turn in self.turns:
             turn.weights = np.full(len(turn.locations), float(default))
+            turn.groups, turn.targets = {}, {}
         weighted = 0
         for group in groups:
             turn = by_key.get((group["game"], group["phase_index"], group["power"]))
@@ -298,6 +304,26 @@ class Dataset:
                 turn.weights[turn.locations.index(group["location"])] = behaviour_weight(group, lam)
                 weighted += 1
         return weighted
+
+    def set_groups(self, groups: Iterable[Mapping[str, Any]]) -> int:
+        """Attach each Q group to its decision (:attr:`Turn.groups`), which then weighs 1 while
+        every other decision weighs 0 (it only conditions the later ones): the fine-tuning set
+        of the equilibrium target. Returns how many decisions got a group."""
+        by_key = {turn.key: turn for turn in self.turns}
+        for turn in self.turns:
+            turn.weights = np.zeros(len(turn.locations))
+            turn.groups, turn.targets = {}, {}
+        attached = 0
+        for group in groups:
+            turn = by_key.get((group["game"], group["phase_index"], group["power"]))
+            if turn is None:
+                continue
+            d = turn.locations.index(group["location"])
+            candidates = np.array([self.order_id(o) for o in group["candidates"]], dtype=np.int64)
+            turn.groups[d] = (candidates, np.asarray(group["q"], dtype=np.float64))
+            turn.weights[d] = 1.0
+            attached += 1
+        return attached
 
     def decisions(self) -> int:
         return sum(len(turn.locations) for turn in self.turns)
