@@ -59,3 +59,25 @@ def paired(minuend: Draws, subtrahend: Draws) -> dict[str, Any] | None:
 def above_zero(difference: Mapping[str, Any] | None) -> bool:
     """Whether a difference's confidence interval lies above zero."""
     return difference is not None and difference["ci95"][0] > 0
+
+
+def summaries(
+    records: Iterable[Mapping[str, Any]],
+    metrics: Iterable[str],
+    agents: Iterable[str],
+    envs: Iterable[str],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """env → agent → metric → :func:`mean_ci`, for the "every agent's numbers" claim of a
+    checker: agents in ``agents`` order, envs and agents without any record left out."""
+    tables = {metric: by_draw(records, metric) for metric in metrics}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for env in envs:
+        for agent in agents:
+            row = {
+                metric: mean_ci(table[env][agent])
+                for metric, table in tables.items()
+                if agent in table.get(env, {})
+            }
+            if row:
+                out.setdefault(env, {})[agent] = row
+    return out

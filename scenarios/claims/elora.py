@@ -17,7 +17,7 @@ from typing import Any
 from omnigym.evaluators.claims import claim, verdict
 from omnigym.evaluators.experiment import Run
 
-from .draws import above_zero, by_draw, mean_ci, paired
+from .draws import above_zero, by_draw, mean_ci, paired, summaries
 
 LABEL = re.compile(r"^(?P<target>\S+) n=(?P<size>\d+)$")
 #: Claim 2's bounds on the equivariance error (eV/Å).
@@ -113,17 +113,5 @@ def _recorded(run: Run, envs: list[str]) -> dict[str, Any]:
     statement = "Every agent's force and per-atom energy MAE, from-scratch training included"
     if not envs:
         return claim(4, statement, "not run")
-    force = by_draw(run.records, "force_mae")
-    energy = by_draw(run.records, "energy_mae_per_atom")
-    measured = {
-        env: {
-            agent: {
-                "force_mae": mean_ci(force[env][agent]),
-                "energy_mae_per_atom": mean_ci(energy[env][agent]),
-            }  # fmt: skip
-            for agent in AGENTS
-            if agent in force[env]
-        }
-        for env in envs
-    }
+    measured = summaries(run.records, ("force_mae", "energy_mae_per_atom"), AGENTS, envs)
     return claim(4, statement, "recorded", measured)

@@ -17,7 +17,7 @@ from typing import Any
 from omnigym.evaluators.claims import claim, verdict
 from omnigym.evaluators.experiment import Run
 
-from .draws import above_zero, by_draw, mean_ci, paired
+from .draws import above_zero, by_draw, mean_ci, paired, summaries
 
 LABEL = re.compile(r"^(?P<dataset>\S+) nfe=(?P<nfe>\d+)$")
 FEW, MANY = (5, 10), 20
@@ -46,7 +46,7 @@ def check(run: Run) -> list[dict[str, Any]]:
         _few_steps(table, grid),
         _diversity(table, grid),
         _closing(table, grid),
-        _recorded(table, grid),
+        _recorded(run, grid),
     ]
 
 
@@ -121,7 +121,7 @@ def _closing(table: dict, grid: dict) -> dict[str, Any]:
     return claim(3, statement, verdict(holds), measured, PAPER)
 
 
-def _recorded(table: dict, grid: dict) -> dict[str, Any]:
+def _recorded(run: Run, grid: dict) -> dict[str, Any]:
     statement = (
         "Every agent's metrics per budget: the ablations (refinement only in training, only in "
         "sampling), angle and dihedral W1, and for conformers RDKit's acceptance"
@@ -129,16 +129,4 @@ def _recorded(table: dict, grid: dict) -> dict[str, Any]:
     envs = [grid[d][n] for d in sorted(grid) for n in sorted(grid[d])]
     if not envs:
         return claim(4, statement, "not run")
-    measured = {
-        env: {
-            agent: {
-                metric: mean_ci(table[metric][env][agent])
-                for metric in METRICS
-                if agent in table[metric].get(env, {})
-            }
-            for agent in AGENTS
-            if agent in table["bond_error"].get(env, {})
-        }
-        for env in envs
-    }
-    return claim(4, statement, "recorded", measured)
+    return claim(4, statement, "recorded", summaries(run.records, METRICS, AGENTS, envs))

@@ -20,7 +20,7 @@ from typing import Any
 from omnigym.evaluators.claims import claim, verdict
 from omnigym.evaluators.experiment import Run
 
-from .draws import above_zero, by_draw, mean_ci, paired
+from .draws import above_zero, by_draw, mean_ci, paired, summaries
 
 SPARSITIES = ("s=0.2", "s=0.3")
 AGENTS = ("olica", "olica-no-calibration", "olica-unrotated", "olica-plain-svd", "wanda-prune",
@@ -149,20 +149,9 @@ def _time(run: Run) -> dict[str, Any]:
 
 def _recorded(run: Run) -> dict[str, Any]:
     statement = "Every agent's held-out perplexity and kept parameters per sparsity"
-    perplexity = by_draw(run.records, "perplexity")
-    kept = by_draw(run.records, "params_kept")
-    measured = {
-        env: {
-            agent: {
-                "perplexity": mean_ci(perplexity[env][agent]),
-                "params_kept": mean_ci(kept[env][agent]),
-            }
-            for agent in AGENTS
-            if agent in perplexity.get(env, {})
-        }
-        for env in SPARSITIES
-        if env in perplexity
-    }
+    measured: dict[str, Any] = summaries(
+        run.records, ("perplexity", "params_kept"), AGENTS, SPARSITIES
+    )
     if not measured:
         return claim(5, statement, "not run")
     dense: dict = {}
