@@ -1,0 +1,179 @@
+"""``MCU/Atomic-v0``: one MCU atomic task, played with text commands.
+
+Follows MCU (Zheng et al., "MCU: An Evaluation Framework for Open-Ended Game Agents", ICML 2025,
+arXiv 2310.08367; ``docs/mcu.md``): an atomic task is an instruction, init commands that set up
+the scene, and a 600-step episode. Departures: the game is the symbolic one of
+:mod:`omnigym.envs.mcu.world` on the Craft engine instead of Minecraft; success and progress come
+from the task file's predicates and milestones instead of a vision-language judge; actions are
+text commands instead of mouse and keyboard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from omnigym.envs.mcu import init_commands, observe
+from omnigym.envs.mcu.commands import InvalidCommand, execute
+from omnigym.envs.mcu.registries import registry
+from omnigym.envs.mcu.tasks import Task, load_task
+from omnigym.envs.mcu.world import MCUWorld
+from omnigym.spaces import require_text_action, text_space
+
+DIFFICULTIES = ("simple", "medium", "hard")
+BUILT_DIFFICULTIES = ("simple",)
+ACTION_MAX_LENGTH = 256
+
+
+class AtomicEnv(gym.Env):
+    """One MCU atomic task on the symbolic Minecraft-like game.
+
+    ## Description
+    The task's init commands build a scene in a 41 × 24 × 41 arena (flat grass over stone); the
+    agent reads a text report of what it sees and has, and sends one text command per step.
+    Success and progress are the task file's predicates over the world and the event log.
+
+    ## Action Space
+    ``Text(max_length=256)``, printable: one command of :mod:`omnigym.envs.mcu.commands`
+    (``move forward 3``, ``mine``, ``craft stone_pickaxe``, ...). A command that does not parse
+    or cannot be done is a legal move: it takes one tick, changes nothing, gives reward 0 and
+    sets ``info["invalid_action"] = True`` with ``info["invalid_reason"]`` (MCU has no penalty).
+    A non-``str`` action raises ``ValueError`` naming the space.
+
+    ## Observation Space
+    ``Dict``: ``text`` (the report, ``Text(4096)``), ``voxels`` (``Box(-1, 32767, (9, 5, 9),
+    int16)``, block ids ``[right, up, forward]`` around the feet, −1 beyond the visibility
+    radius), ``inventory`` (``Box(0, 2304, (n_items,), int32)`` counts in registry order),
+    ``stats`` (``Box(-inf, inf, (12,), float32)``: health, hunger, x, y, z, facing, pitch, time,
+    weather, visibility radius, armour, effect bits) and ``task`` (the instruction).
+
+    ## Rewards
+    The increase in milestone progress (weights sum to 1; success counts as all of it), so an
+    episode's return lies in [0, 1].
+
+    ## Starting State
+    The spawn node ``(0, 5, 0)`` facing north at noon-bright day, full health and hunger, then
+    the task's init commands. Mobs move with ``np_random``.
+
+    ## Episode End
+    Terminated on success or death; truncated after ``max_steps`` commands (600 by default).
+    The final step's info holds ``success``, ``normalized_score`` (100 × progress) and
+    ``metrics``.
+
+    ## Arguments
+    ``task``: a verified task name (``omnigym.envs.mcu.list_tasks()``); ``difficulty``:
+    ``"simple"`` (the only level built so far); ``pixels``: ``False`` (frames are not built).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self, task: str = "collect_wood", difficulty: str = "simple", pixels: bool = False
+    ):
+        if difficulty not in DIFFICULTIES:
+            raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
+        if difficulty not in BUILT_DIFFICULTIES:
+            raise ValueError(f"difficulty={difficulty!r} is not available yet (only 'simple')")
+        if pixels:
+            raise ValueError("pixels=True is not available yet: observations are symbolic")
+        self.task: Task = load_task(task)
+        self.difficulty = difficulty
+        self.registry = registry()
+        self._relevant = (
+            frozenset(name for names in self.task.relevant.values() for name in names)
+            | self.task.success.names()
+        )
+        n_items = len(self.registry.item_names)
+        self.action_space = text_space(ACTION_MAX_LENGTH)
+        self.observation_space = spaces.Dict(
+            {
+                "text": text_space(observe.TEXT_LIMIT),
+                "voxels": spaces.Box(-1, 32767, (9, 5, 9), np.int16),
+                "inventory": spaces.Box(0, 2304, (n_items,), np.int32),
+                "stats": spaces.Box(-np.inf, np.inf, (observe.N_STATS,), np.float32),
+                "task": text_space(ACTION_MAX_LENGTH * 4),
+            }
+        )
+        self.world: MCUWorld | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        world = MCUWorld(self.registry, self.np_random)
+        for command in self.task.init:
+            init_commands.apply(world, command)
+        world.start_y = world.max_y = world.position[1]
+        world.log = []
+        self.world = world
+        self._reached = [False] * len(self.task.milestones)
+        self._progress = 0.0
+        self._steps = 0
+        self._invalid = 0
+        self._update_progress()
+        return self._observation(), self._info(None, False)
+
+    def step(self, action: Any):
+        require_text_action(action, self.action_space)
+        if self.world is None:
+            raise RuntimeError("call reset() before step()")
+        world = self.world
+        world.log = []
+        reason = None
+        try:
+            execute(world, action)
+        except InvalidCommand as error:
+            reason = str(error)
+            self._invalid += 1
+            world.tick()
+        self._steps += 1
+        before = self._progress
+        success = self._update_progress()
+        terminated = success or world.dead
+        truncated = not terminated and self._steps >= self.task.max_steps
+        info = self._info(reason, success)
+        if terminated or truncated:
+            info["normalized_score"] = 100.0 * self._progress
+            info["metrics"] = {
+                "task_progress": 10.0 * self._progress,
+                "steps": float(self._steps),
+                "ticks": float(world.ticks),
+                "invalid_commands": float(self._invalid),
+            }
+        return self._observation(), self._progress - before, terminated, truncated, info
+
+    def _update_progress(self) -> bool:
+        """Latches reached milestones; returns whether the task's success holds now."""
+        world = self.world
+        for i, milestone in enumerate(self.task.milestones):
+            self._reached[i] = self._reached[i] or milestone.when(world)
+        success = self.task.success(world)
+        reached = sum(
+            m.weight for m, hit in zip(self.task.milestones, self._reached, strict=True) if hit
+        )
+        self._progress = 1.0 if success else max(self._progress, min(reached, 1.0))
+        return success
+
+    def _observation(self) -> dict[str, Any]:
+        world = self.world
+        return {
+            "text": observe.text(world, self._relevant),
+            "voxels": observe.voxels(world),
+            "inventory": observe.inventory(world),
+            "stats": observe.stats(world),
+            "task": self.task.text,
+        }
+
+    def _info(self, reason: str | None, success: bool) -> dict[str, Any]:
+        return {
+            "invalid_action": reason is not None,
+            "invalid_reason": reason or "",
+            "success": success,
+            "progress": self._progress,
+            "task": self.task.name,
+            "category": self.task.category,
+            "subcategory": self.task.subcategory,
+            "difficulty": self.difficulty,
+            "ticks": self.world.ticks,
+        }
