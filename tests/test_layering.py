@@ -17,7 +17,7 @@ FOLDERS = {
     "evaluators": "omnigym.evaluators",
     "scenarios": "omnigym.scenarios",
 }
-FAMILIES = ("craft", "lmrl", "safety", "diplomacy", "methods")
+FAMILIES = ("craft", "mcu", "lmrl", "safety", "diplomacy", "methods")
 
 
 def _module_name(path: Path) -> str:

@@ -64,14 +64,15 @@ class AtomicEnv(gym.Env):
     ``metrics``.
 
     ## Arguments
-    ``task``: a verified task name (``omnigym.envs.mcu.list_tasks()``); ``difficulty``:
+    ``task``: a verified task name (``omnigym.envs.mcu.list_tasks()``) or a loaded
+    :class:`~omnigym.envs.mcu.tasks.Task` (the generator checks candidates so); ``difficulty``:
     ``"simple"`` (the only level built so far); ``pixels``: ``False`` (frames are not built).
     """
 
     metadata = {"render_modes": []}
 
     def __init__(
-        self, task: str = "collect_wood", difficulty: str = "simple", pixels: bool = False
+        self, task: str | Task = "collect_wood", difficulty: str = "simple", pixels: bool = False
     ):
         if difficulty not in DIFFICULTIES:
             raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
@@ -79,7 +80,7 @@ class AtomicEnv(gym.Env):
             raise ValueError(f"difficulty={difficulty!r} is not available yet (only 'simple')")
         if pixels:
             raise ValueError("pixels=True is not available yet: observations are symbolic")
-        self.task: Task = load_task(task)
+        self.task: Task = task if isinstance(task, Task) else load_task(task)
         self.difficulty = difficulty
         self.registry = registry()
         self._relevant = (

@@ -52,6 +52,8 @@ RAYS = {
     -90: ((0, 2), (0, 3), (0, 4)),
 }
 """Cells a look reaches, as ``(forward, up)`` offsets from the feet node, nearest first."""
+SWING = ((1, 0), (1, 1), (1, -1), (2, 0), (3, 0))
+"""Cells an attack reaches, as ``(forward, right)`` offsets, nearest first."""
 EFFECTS = (
     "night_vision",
     "blindness",
@@ -158,8 +160,9 @@ class MCUWorld:
         return None
 
     def placement(self) -> tuple[int, int, int] | None:
-        """Where ``place`` puts a block: the free cell just before the target, if any."""
-        previous = None
+        """Where ``place`` puts a block: the free cell just before the target, if any; looking
+        straight down, the player's own feet (``place`` then pillars up)."""
+        previous = self.position if self.pitch == 90 else None
         pointable = self.registry.materials.pointable
         for cell in self.ray():
             if pointable[self.grid.get(*cell)]:
@@ -168,13 +171,15 @@ class MCUWorld:
         return None
 
     def mob_ahead(self) -> MobState | None:
-        """The nearest mob in the line of facing within 3 nodes (height within one node)."""
+        """The nearest mob the player's swing reaches: straight ahead up to 3 nodes, or at the
+        two front diagonals (height within one node)."""
         x, y, z = self.position
         dx, dz = FACINGS[self.facing]
-        for k in range(1, 4):
+        sx, sz = FACINGS[(self.facing + 3) % 4]
+        for forward, side in SWING:
+            cell = (x + forward * dx + side * sx, z + forward * dz + side * sz)
             for mob in self.mobs:
-                mx, my, mz = mob.position
-                if (mx, mz) == (x + k * dx, z + k * dz) and abs(my - y) <= 1:
+                if (mob.position[0], mob.position[2]) == cell and abs(mob.position[1] - y) <= 1:
                     return mob
         return None
 
