@@ -134,6 +134,7 @@ class _Parser:
             if match is None or match.end() == position:
                 if text[position:].strip() == "":
                     break
+                position += len(text[position:]) - len(text[position:].lstrip())
                 self.fail(position, f"unexpected character {text[position]!r}")
             for group, kind in zip(match.groups(), ("cmp", "punct", "name", "number"), strict=True):
                 if group is not None:

@@ -1,0 +1,74 @@
+"""Task files, the generator and the oracles: every committed task loads, regeneration
+reproduces the files, and each solver solves sample tasks."""
+
+import json
+
+import pytest
+import yaml
+
+import omnigym.envs.mcu as mcu
+from omnigym.envs.mcu import generate, verify
+from omnigym.envs.mcu.tasks import TASK_DIR, index, load_task, parse_task
+
+SOLVERS = sorted({load_task(name).oracle["solver"] for name in mcu.list_tasks()})
+
+
+def test_every_indexed_task_loads_and_its_milestones_sum_to_one():
+    for name in mcu.list_tasks():
+        task = load_task(name)
+        assert task.name == name and task.category == index()[name]["category"]
+        assert sum(m.weight for m in task.milestones) == pytest.approx(1.0)
+
+
+def test_regenerating_from_seed_zero_reproduces_the_committed_task_files():
+    made = {data["name"]: data for data in generate.candidates(0)}
+    committed = mcu.list_tasks()
+    assert set(committed) <= set(made)
+    for name in committed:
+        text = (TASK_DIR / f"{name}.yaml").read_text(encoding="utf-8")
+        assert yaml.safe_load(text) == made[name], name
+    assert yaml.safe_load((TASK_DIR / "index.yaml").read_text())["seed"] == 0
+
+
+def test_list_tasks_filters_by_category_and_subcategory():
+    combat = mcu.list_tasks(category="Combat")
+    hunting = mcu.list_tasks(subcategory="Hunt Animals")
+    assert "combat_spiders" in combat and "hunt_cow" in hunting
+    assert set(hunting) < set(combat)
+    assert mcu.list_tasks(category="No Such Category") == []
+
+
+def test_the_curated_mcu_turbo_names_exist():
+    for name in (
+        "combat_spiders",
+        "craft_to_clock",
+        "collect_wood",
+        "sleep_in_bed",
+        "build_pillar",
+        "find_diamond",
+    ):
+        assert name in index()
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_each_oracle_solves_its_sample_tasks_on_two_seeds(solver):
+    names = [n for n in mcu.list_tasks() if load_task(n).oracle["solver"] == solver]
+    for name in (names[0], names[-1]):
+        result = verify.verify_task(load_task(name), [0, 1])
+        assert result["success"], (name, result["reason"])
+        assert result["steps"] == index()[name]["oracle_steps"]
+
+
+def test_an_unsolvable_task_fails_verification_with_a_reason():
+    data = dict(yaml.safe_load((TASK_DIR / "mine_iron_ore.yaml").read_text()))
+    data["init_commands"] = ["replaceitem entity @s weapon.mainhand stone_pickaxe"]
+    result = verify.verify_task(parse_task(data, "broken.yaml"), [0])
+    assert result["success"] is False and result["reason"]
+
+
+def test_verify_writes_a_report(tmp_path):
+    out = tmp_path / "report.json"
+    status = verify.main(["--seeds", "0", "--tasks", "eat_bread,drop_stick", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert status == 0 and report["eat_bread"]["per_seed"] == {"0": True}
+    assert report["drop_stick"]["steps"] == 1
