@@ -11,7 +11,7 @@ from functools import cache
 
 import numpy as np
 
-from omnigym.envs.mcu.world import FACING_NAMES, FACINGS, WEATHERS, MCUWorld
+from omnigym.envs.mcu.world import EFFECTS, FACING_NAMES, FACINGS, WEATHERS, MCUWorld
 
 TEXT_LIMIT = 4096
 VOXEL_RADII = (4, 2, 4)
@@ -89,7 +89,7 @@ def inventory(world: MCUWorld) -> np.ndarray:
 
 def stats(world: MCUWorld) -> np.ndarray:
     x, y, z = world.position
-    flags = sum(1 << i for i, name in enumerate(sorted(world.effects)) if name)
+    flags = sum(1 << EFFECTS.index(name) for name in world.effects)
     return np.array(
         [
             world.health,
@@ -135,12 +135,12 @@ def text(world: MCUWorld, relevant: frozenset[str]) -> str:
     blocks = []
     box = world.grid.voxels_around(world.position, (radius, radius, radius))
     names = world.registry.materials
-    for cid in np.unique(box):
+    for cid in np.flatnonzero(np.bincount(box.ravel(), minlength=len(names.colors))):
         name = names.name(int(cid))
         if name in TERRAIN and name not in relevant:
             continue
-        cells = world.cells_of(name, radius)
-        if cells:
+        cells = world.found(name, radius)
+        if len(cells):
             blocks.append(f"{name} x{len(cells)} (nearest {_where(world, cells[0])})")
     lines.append("blocks in view: " + ("; ".join(blocks) or "none"))
     mobs = [

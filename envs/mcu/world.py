@@ -120,8 +120,8 @@ class MCUWorld:
 
     @property
     def position(self) -> tuple[int, int, int]:
-        x, y, z = self.player.position
-        return int(round(x)), int(round(y)), int(round(z))
+        x, y, z = self.player.position  # whole nodes: the player only ever moves node to node
+        return int(x), int(y), int(z)
 
     @property
     def facing(self) -> int:
@@ -427,17 +427,22 @@ class MCUWorld:
         x, y, z = self.position
         return math.dist((x, y, z), cell)
 
-    def cells_of(self, block: str, radius: int) -> list[tuple[int, int, int]]:
-        """Nodes holding ``block`` within ``radius`` of the feet (Euclidean), nearest first."""
+    def found(self, block: str, radius: int) -> np.ndarray:
+        """``int64[n, 3]`` nodes holding ``block`` within ``radius`` of the feet (Euclidean),
+        nearest first (ties by x, y, z)."""
         cid = self.grid.materials.id(block)
-        x, y, z = self.position
-        lo = np.maximum(np.array([x, y, z]) - radius - self.grid.origin, 0)
-        hi = np.minimum(np.array([x, y, z]) + radius + 1 - self.grid.origin, self.grid.shape)
+        center = np.array(self.position)
+        lo = np.maximum(center - radius - self.grid.origin, 0)
+        hi = np.minimum(center + radius + 1 - self.grid.origin, self.grid.shape)
         box = self.grid.content[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]]
-        found = np.argwhere(box == cid) + lo + self.grid.origin
-        cells = [tuple(int(v) for v in row) for row in found]
-        cells = [c for c in cells if self.distance_to(c) <= radius]
-        return sorted(cells, key=lambda c: (self.distance_to(c), c))
+        cells = np.argwhere(box == cid) + lo + self.grid.origin
+        squared = ((cells - center) ** 2).sum(axis=1)
+        cells, squared = cells[squared <= radius * radius], squared[squared <= radius * radius]
+        return cells[np.lexsort((cells[:, 2], cells[:, 1], cells[:, 0], squared))]
+
+    def cells_of(self, block: str, radius: int) -> list[tuple[int, int, int]]:
+        """:meth:`found` as a list of node tuples."""
+        return [(int(x), int(y), int(z)) for x, y, z in self.found(block, radius)]
 
     def pillar_height(self) -> int:
         """Height of the tallest vertical run of blocks the player placed."""
