@@ -328,6 +328,68 @@ def eat_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
             )
 
 
+def spot_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for mob in params["mobs"]:
+        for i, distance in enumerate(params["distances"]):
+            angle = rng.integers(8) * math.pi / 4
+            spot = (round(distance * math.sin(angle)), 0, round(distance * math.cos(angle)))
+            name = f"find_{mob}" if i == 0 else f"find_{mob}_at_{distance}"
+            marks = [f"near({mob}, {distance // 2})", f"near({mob}, 3)"]
+            yield task(
+                name,
+                params,
+                params["subcategory"],
+                f"Find the {mob} and go next to it.",
+                [f"summon {mob} {at(spot)}"],
+                f"near({mob}, 3)",
+                milestones(marks, 0.4),
+                {"mobs": [mob]},
+                {"solver": "find", "mob": mob, "radius": 3},
+            )
+
+
+def climb_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    variants = [(b, h) for b in params["blocks"] for h in params["heights"]]
+    for i, (block, height) in enumerate(variants):
+        name = "climb_pillar" if i == 0 else f"climb_pillar_{block}_h{height}"
+        marks = [f"climbed({(height + 1) // 2})", f"climbed({height})"]
+        yield task(
+            name,
+            params,
+            params["subcategory"],
+            f"Climb {height} blocks up, building a pillar of {words(block)} under you.",
+            [f"give @s {block} {height}"],
+            f"climbed({height})",
+            milestones(marks, 0.4),
+            {"items": [block]},
+            {"solver": "pillar", "block": block, "height": height},
+        )
+
+
+def place_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    """Lighting and decoration: place ``count`` blocks of a kind (torches at night)."""
+    lighting = params["subcategory"] == "Lighting"
+    base = "light_up_area" if lighting else "decorate_ground"
+    variants = [(b, c) for b in params["blocks"] for c in params["counts"]]
+    for i, (block, count) in enumerate(variants):
+        name = base if i == 0 else f"{base}_with_{block}_x{count}"
+        verb = "Light up the area at night by placing" if lighting else "Decorate the ground with"
+        init = (["time set night"] if lighting else []) + [f"give @s {block} {count}"]
+        marks = [f"placed({block}) >= {k}" for k in range(1, count + 1)]
+        yield task(
+            name,
+            params,
+            params["subcategory"],
+            f"{verb} {count} {words(block)}.",
+            init,
+            f"placed({block}) >= {count}",
+            milestones(marks),
+            {"items": [block]},
+            {"solver": "place", "block": block, "count": count},
+            **({"requires": {"time": "night"}} if lighting else {}),
+        )
+
+
 TEMPLATES = {
     "mine": mine_tasks,
     "collect_wood": collect_wood_tasks,
@@ -340,6 +402,10 @@ TEMPLATES = {
     "find": find_tasks,
     "drop": drop_tasks,
     "eat": eat_tasks,
+    "spot": spot_tasks,
+    "climb": climb_tasks,
+    "light": place_tasks,
+    "decorate": place_tasks,
 }
 
 

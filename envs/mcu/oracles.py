@@ -249,14 +249,37 @@ def pillar(world: MCUWorld, params: dict[str, Any]) -> Commands:
 
 
 def find(world: MCUWorld, params: dict[str, Any]) -> Commands:
-    cells = world.cells_of(params["block"], 40)
-    if not cells:
-        return
-    target = cells[0]
+    """Walks to within ``radius`` of a ``block`` or a ``mob`` (followed as it moves)."""
     radius = params.get("radius", 2)
+    if "mob" in params:
+        mobs = [m for m in world.mobs if m.kind.name == params["mob"]]
+        if not mobs:
+            return
+
+        def target() -> Cell:
+            return mobs[0].position
+    else:
+        cells = world.cells_of(params["block"], 40)
+        if not cells:
+            return
+
+        def target() -> Cell:
+            return cells[0]
+
     yield from walk(
-        world, lambda c: sum((a - b) ** 2 for a, b in zip(c, target, strict=True)) <= radius**2
+        world, lambda c: sum((a - b) ** 2 for a, b in zip(c, target(), strict=True)) <= radius**2
     )
+
+
+def place(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    """Places ``count`` blocks on the ground in a row, stepping aside after each."""
+    block = params["block"]
+    yield from pitch_to(world, 45)
+    while world.events["placed", block] < params["count"]:
+        cell = world.placement()
+        if cell is not None and cell[1] == world.position[1]:
+            yield f"place {block}"
+        yield "move left 2"
 
 
 def drop(world: MCUWorld, params: dict[str, Any]) -> Commands:
@@ -276,6 +299,7 @@ SOLVERS: dict[str, Callable[[MCUWorld, dict[str, Any]], Commands]] = {
     "sleep": sleep,
     "pillar": pillar,
     "find": find,
+    "place": place,
     "drop": drop,
     "eat": eat,
 }

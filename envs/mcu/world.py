@@ -405,12 +405,13 @@ class MCUWorld:
                     mob.cooldown = mob.kind.cooldown
                 return
             if self.ticks % mob.kind.step_every == 0:
-                self._walk(mob, lambda c: (c[0] - px) ** 2 + (c[2] - pz) ** 2)
+                self._walk(mob, (px, pz))
         elif self.ticks % mob.kind.step_every == 0 and self.rng.random() < 0.5:
-            self._walk(mob, lambda c: float(self.rng.random()))
+            self._walk(mob, None)
 
-    def _walk(self, mob: MobState, cost) -> None:
-        """Moves ``mob`` to its neighbour of least ``cost`` it can stand on, if better."""
+    def _walk(self, mob: MobState, toward: tuple[int, int] | None) -> None:
+        """Moves ``mob`` one node it can stand on: the one nearest ``toward`` (if nearer than
+        where it is), or a random one when it wanders."""
         x, y, z = mob.position
         options = [
             (nx, ny, nz)
@@ -418,10 +419,18 @@ class MCUWorld:
             for ny in (y + 1, y, y - 1)
             if self.standable(nx, ny, nz) and (nx, ny, nz) != self.position
         ]
-        if options:
-            best = min(options, key=cost)
-            if cost(best) <= cost(mob.position) or mob.kind.behaviour != "hostile":
-                mob.position = best
+        if not options:
+            return
+        if toward is None:
+            mob.position = options[int(self.rng.integers(len(options)))]
+            return
+
+        def gap(cell):
+            return (cell[0] - toward[0]) ** 2 + (cell[2] - toward[1]) ** 2
+
+        best = min(options, key=gap)
+        if gap(best) < gap(mob.position):
+            mob.position = best
 
     def distance_to(self, cell: tuple[int, int, int]) -> float:
         x, y, z = self.position
