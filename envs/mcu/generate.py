@@ -70,9 +70,25 @@ def task(name, params, subcategory, text, init, success, marks, relevant, oracle
         "success": success,
         "milestones": marks,
         "relevant": relevant,
-        "oracle": oracle,
         **extra,
+        "rubric": rubric(text, marks, relevant),
+        "oracle": oracle,
     }
+
+
+def rubric(text: str, marks: list[dict], relevant: dict) -> str:
+    """The six-dimension criteria of MCU's judge prompt, filled in for one task (kept for an
+    optional external judge; the programmatic scores do not read it)."""
+    things = ", ".join(sorted({name for names in relevant.values() for name in names}))
+    steps = "; ".join(mark["when"] for mark in marks)
+    return (
+        f"Task progress: how far the agent got towards '{text}' (milestones: {steps}). "
+        f"Action control: commands act on {things} and nothing unrelated. "
+        "Error recognition and correction: a wrong block, tool or move is noticed and undone. "
+        "Creative attempts: useful moves the instruction does not spell out. "
+        "Task completion efficiency: few commands, little wandering. "
+        f"Material selection and usage: {things} used fittingly and without waste."
+    )
 
 
 def at(spot) -> str:

@@ -3,6 +3,7 @@ reproduces the files, and each solver solves sample tasks."""
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -72,3 +73,11 @@ def test_verify_writes_a_report(tmp_path):
     report = json.loads(out.read_text())
     assert status == 0 and report["eat_bread"]["per_seed"] == {"0": True}
     assert report["drop_stick"]["steps"] == 1
+
+
+def test_a_seeded_sample_of_forty_tasks_is_solved_by_its_oracles():
+    rng = np.random.default_rng(0)
+    names = mcu.list_tasks()
+    for i in rng.choice(len(names), size=40, replace=False):
+        result = verify.verify_task(load_task(names[i]), [0])
+        assert result["success"], (names[i], result["reason"])
