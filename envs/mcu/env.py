@@ -55,7 +55,7 @@ class AtomicEnv(gym.Env):
     episode's return lies in [0, 1].
 
     ## Starting State
-    The spawn node ``(0, 5, 0)`` facing north at noon-bright day, full health and hunger, then
+    The spawn node ``(0, 5, 0)`` facing north, by day (time 1000), full health and hunger, then
     the task's init commands. Mobs move with ``np_random``.
 
     ## Episode End

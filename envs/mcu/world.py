@@ -15,6 +15,9 @@ Departures, for a discrete and fast symbolic game:
   facing and pitch (reach 4), not a continuous crosshair; placing while looking straight down
   pillars up (jump and place in one command).
 - Dug blocks and killed mobs' drops go straight into the inventory; dropped items vanish.
+- Health is a float kept here (armour takes 4 % per point off each hit), not the engine
+  ``Player``'s integer ``hp``; the ``Player`` holds position, look and inventory (36 slots, each
+  stack capped at its item's Minecraft stack size), with tool wear kept per slot beside it.
 - The world is a 41 × 24 × 41 arena of flat grass over dirt, stone and bedrock; its edge is the
   engine's ``ignore``, an invisible wall. Init commands build each task's scene in it.
 """
