@@ -95,6 +95,12 @@ def at(spot) -> str:
     return " ".join(f"~{v}" for v in spot)
 
 
+def away(distance: int, rng) -> tuple[int, int, int]:
+    """A ground-level offset ``distance`` nodes from the player, in one of 8 directions."""
+    angle = rng.integers(8) * math.pi / 4
+    return round(distance * math.sin(angle)), 0, round(distance * math.cos(angle))
+
+
 def mine_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for block, subcategory in params["blocks"].items():
         info = reg.blocks[block]
@@ -292,8 +298,7 @@ def pillar_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 def find_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for block, (stem, subcategory) in params["blocks"].items():
         for i, distance in enumerate(params["distances"]):
-            angle = rng.integers(8) * math.pi / 4
-            spot = (round(distance * math.sin(angle)), 0, round(distance * math.cos(angle)))
+            spot = away(distance, rng)
             name = f"find_{stem}" if i == 0 else f"find_{stem}_at_{distance}"
             marks = [f"near({block}, {distance // 2})", f"near({block}, 2)"]
             yield task(
@@ -347,8 +352,7 @@ def eat_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 def spot_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for mob in params["mobs"]:
         for i, distance in enumerate(params["distances"]):
-            angle = rng.integers(8) * math.pi / 4
-            spot = (round(distance * math.sin(angle)), 0, round(distance * math.cos(angle)))
+            spot = away(distance, rng)
             name = f"find_{mob}" if i == 0 else f"find_{mob}_at_{distance}"
             marks = [f"near({mob}, {distance // 2})", f"near({mob}, 3)"]
             yield task(
