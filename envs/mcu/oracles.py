@@ -313,9 +313,12 @@ def solve(world: MCUWorld, oracle: dict[str, Any]) -> Commands:
 
 def run(env: Any, seed: int) -> dict[str, Any]:
     """Plays the task of an ``AtomicEnv`` with its oracle: success, steps, ticks and, on
-    failure, why (the last invalid command's reason, or the solver giving up)."""
-    env.reset(seed=seed)
+    failure, why (the last invalid command's reason, or the solver giving up). A task where a
+    milestone already holds at reset fails: its return could not reach 1."""
+    _, info = env.reset(seed=seed)
     world = env.world
+    if info["progress"] > 0:
+        return {"success": False, "steps": 0, "ticks": 0, "reason": "a milestone holds at reset"}
     task = env.task
     steps, reason = 0, "solver gave up"
     for command in solve(world, task.oracle):

@@ -80,3 +80,19 @@ def test_a_seeded_sample_of_forty_tasks_is_solved_by_its_oracles():
     for i in rng.choice(len(names), size=40, replace=False):
         result = verify.verify_task(load_task(names[i]), [0])
         assert result["success"], (names[i], result["reason"])
+
+
+def test_a_task_whose_milestone_holds_at_reset_fails_verification():
+    data = dict(yaml.safe_load((TASK_DIR / "combat_spiders.yaml").read_text()))
+    data["milestones"] = [
+        {"when": "near(spider, 8)", "weight": 0.5},
+        {"when": "killed(spider) >= 1", "weight": 0.5},
+    ]
+    result = verify.verify_task(parse_task(data, "early.yaml"), [0])
+    assert result == {
+        "success": False,
+        "steps": 0,
+        "ticks": 0,
+        "reason": "seed 0: a milestone holds at reset",
+        "per_seed": {"0": False},
+    }
