@@ -11,12 +11,19 @@ from functools import cache
 
 import numpy as np
 
-from omnigym.envs.mcu.world import EFFECTS, FACING_NAMES, FACINGS, WEATHERS, MCUWorld
+from omnigym.envs.mcu.world import (
+    EFFECTS,
+    FACING_NAMES,
+    FACINGS,
+    GROUND_BLOCKS,
+    WEATHERS,
+    MCUWorld,
+)
 
 TEXT_LIMIT = 4096
 VOXEL_RADII = (4, 2, 4)
 """Right, up and forward half-extents of the voxel window (shape 9 × 5 × 9)."""
-TERRAIN = frozenset({"air", "ignore", "unknown", "bedrock", "stone", "dirt", "grass_block"})
+TERRAIN = frozenset({"air", "ignore", "unknown"}) | GROUND_BLOCKS
 """Blocks the text report lists only when the task concerns them."""
 N_STATS = 12
 STAT_NAMES = (

@@ -38,6 +38,14 @@ ARENA_ORIGIN = (-20, 0, -20)
 GROUND_Y = 4
 """Top of the grass layer; the player starts standing on it at node ``(0, 5, 0)``."""
 SPAWN = (0, GROUND_Y + 1, 0)
+GROUND_LAYERS = (
+    ("bedrock", 0, 0),
+    ("stone", 1, GROUND_Y - 2),
+    ("dirt", GROUND_Y - 1, GROUND_Y - 1),
+    ("grass_block", GROUND_Y, GROUND_Y),
+)
+"""The arena's ground: ``(block, lowest y, highest y)`` layers."""
+GROUND_BLOCKS = frozenset(block for block, _, _ in GROUND_LAYERS)
 GAME_TICKS_PER_TICK = 5
 DAY, NIGHT, NOON, MIDNIGHT = 1000, 13000, 6000, 18000
 FACINGS = ((0, 1), (-1, 0), (0, -1), (1, 0))
@@ -100,10 +108,8 @@ class MCUWorld:
     def __post_init__(self):
         self.grid = World(self.registry.materials, ARENA_SHAPE, ARENA_ORIGIN)
         lo, hi = self.grid.bounds
-        self.grid.fill((lo[0], 0, lo[2]), (hi[0], 0, hi[2]), "bedrock")
-        self.grid.fill((lo[0], 1, lo[2]), (hi[0], GROUND_Y - 2, hi[2]), "stone")
-        self.grid.fill((lo[0], GROUND_Y - 1, lo[2]), (hi[0], GROUND_Y - 1, hi[2]), "dirt")
-        self.grid.fill((lo[0], GROUND_Y, lo[2]), (hi[0], GROUND_Y, hi[2]), "grass_block")
+        for block, bottom, top in GROUND_LAYERS:
+            self.grid.fill((lo[0], bottom, lo[2]), (hi[0], top, hi[2]), block)
         self.player = Player(position=SPAWN, inventory=Inventory(INVENTORY_SLOTS))
         self.wear = [0] * INVENTORY_SLOTS
         self.armor: dict[str, tuple[str, int] | None] = dict.fromkeys(ARMOR_PIECES)
