@@ -25,7 +25,6 @@ VOXEL_RADII = (4, 2, 4)
 """Right, up and forward half-extents of the voxel window (shape 9 × 5 × 9)."""
 TERRAIN = frozenset({"air", "ignore", "unknown"}) | GROUND_BLOCKS
 """Blocks the text report lists only when the task concerns them."""
-N_STATS = 12
 STAT_NAMES = (
     "health",
     "hunger",
@@ -40,6 +39,8 @@ STAT_NAMES = (
     "armor",
     "effects",
 )
+"""What each entry of the ``stats`` observation holds, in order."""
+N_STATS = len(STAT_NAMES)
 
 
 def frame(world: MCUWorld) -> tuple[np.ndarray, np.ndarray]:

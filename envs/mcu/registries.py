@@ -138,12 +138,6 @@ class Registry:
             return self.tags[ingredient[1:]]
         return (ingredient,)
 
-    def is_item(self, name: str) -> bool:
-        return name in self.items
-
-    def fuel_value(self, item: str) -> float:
-        return self.items[item].fuel if item in self.items else 0.0
-
     def can_harvest(self, block: Block, tool: str | None) -> bool:
         """Whether digging ``block`` with ``tool`` (``None``: the hand) gives its drops."""
         if block.tier == "none":

@@ -54,7 +54,6 @@ turning left; +z is north, as in Luanti, so a scene written for Minecraft, where
 appears mirrored)."""
 FACING_NAMES = ("north", "west", "south", "east")
 PITCHES = (-90, -45, 0, 45, 90)
-REACH = 4
 RAYS = {
     0: ((1, 1), (2, 1), (3, 1), (4, 1)),
     45: ((1, 0), (1, -1), (2, -1), (2, -2), (3, -2)),
