@@ -155,3 +155,16 @@ def test_same_seed_and_commands_give_identical_trajectories_and_mobs_follow_the_
     assert _same(first, _trajectory("hunt_sheep", 5, commands))
     other = _trajectory("hunt_sheep", 6, commands)
     assert not _same([t[0]["text"] for t in first[1:]], [t[0]["text"] for t in other[1:]])
+
+
+@pytest.mark.parametrize("env_id", [info.id for info in omnigym.list_envs(family="MCU")])
+def test_the_oracle_agent_solves_every_registered_id(env_id):
+    env = omnigym.make(env_id)
+    agent = omnigym.make_agent("oracle", env=env, env_id=env_id)
+    for seed in (0, 1):
+        agent.reset(seed)
+        observation, info = env.reset(seed=seed)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+        assert info["success"] is True and info["normalized_score"] == 100.0
