@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from omnigym.envs.mcu.registries import ARMOR_PIECES, Registry
 from omnigym.envs.mcu.world import DAY, EFFECTS, MIDNIGHT, NIGHT, NOON, WEATHERS, MCUWorld
@@ -42,10 +42,11 @@ class Coordinate:
 
 @dataclass(frozen=True)
 class Command:
-    """A parsed init command: its verb and arguments (``None`` when skipped)."""
+    """A parsed init command: its verb and arguments, and where it was written."""
 
     verb: str
     args: tuple
+    where: str = ""
 
 
 def parse(text: str, where: str, registry: Registry) -> Command | None:
@@ -68,11 +69,12 @@ def parse(text: str, where: str, registry: Registry) -> Command | None:
             f"{where}: unknown command {verb!r} in {text!r} (known: {', '.join(_PARSERS)})"
         )
     try:
-        return _PARSERS[verb](rest, where, registry)
+        command = _PARSERS[verb](rest, where, registry)
     except (IndexError, ValueError) as error:
         if str(error).startswith(where):
             raise
         raise ValueError(f"{where}: cannot parse {text!r}: {error}") from None
+    return None if command is None else replace(command, where=where)
 
 
 def _known(name: str, kind: str, names, where: str) -> bool:
@@ -207,17 +209,23 @@ _PARSERS = {
 
 
 def apply(world: MCUWorld, command: Command) -> None:
-    """Runs a parsed command on ``world`` (coordinates relative to the player's node)."""
+    """Runs a parsed command on ``world`` (coordinates relative to the player's node). A
+    summon, setblock or tp outside the arena is skipped with a warning naming the command."""
     verb, args = command.verb, command.args
     base = world.position
+    if verb in ("summon", "setblock", "tp"):
+        cell = _cell(args[0] if verb != "summon" else args[1], base)
+        if not world.grid.contains(*cell):
+            warnings.warn(f"{command.where}: {cell} is outside the arena; skipped", stacklevel=2)
+            return
     if verb == "give":
         world.give(*args)
     elif verb == "replaceitem":
         _replace_slot(world, *args)
     elif verb == "summon":
-        world.summon(args[0], _cell(args[1], base))
+        world.summon(args[0], cell)
     elif verb == "setblock":
-        world.grid.set(*_cell(args[0], base), args[1])
+        world.grid.set(*cell, args[1])
     elif verb == "fill":
         _fill_box(world, _cell(args[0], base), _cell(args[1], base), args[2], args[3])
     elif verb == "time":
@@ -231,7 +239,7 @@ def apply(world: MCUWorld, command: Command) -> None:
     elif verb == "effect_clear":
         world.effects.clear()
     elif verb == "tp":
-        world.teleport(_cell(args[0], base))
+        world.teleport(cell)
     elif verb == "clear":
         inventory = world.player.inventory
         for slot, content in enumerate(inventory.slots):

@@ -77,3 +77,12 @@ def test_malformed_command_raises_naming_where(text, message):
     with pytest.raises(ValueError, match=r"t\.yaml: init_commands\[2\]") as error:
         init_commands.parse(text, "t.yaml: init_commands[2]", registry())
     assert message in str(error.value)
+
+
+def test_a_placement_outside_the_arena_is_skipped_with_a_warning_naming_the_command():
+    world = bare_world()
+    with pytest.warns(UserWarning, match=r"t\.yaml: init_commands\[0\]: \(30, 5, 0\) is outside"):
+        run(world, "setblock ~30 ~0 ~0 stone")
+    with pytest.warns(UserWarning, match="outside the arena"):
+        run(world, "tp @s 0 100 0")
+    assert world.position == (0, 5, 0)
