@@ -141,7 +141,7 @@ def text(world: MCUWorld, relevant: frozenset[str]) -> str:
         + (f" ({_where(world, target)})" if target else ""),
     ]
     blocks = []
-    box = world.grid.voxels_around(world.position, (radius, radius, radius))
+    box, _ = world.around(radius)
     names = world.registry.materials
     for cid in np.flatnonzero(np.bincount(box.ravel(), minlength=len(names.colors))):
         name = names.name(int(cid))

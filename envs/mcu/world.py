@@ -15,6 +15,8 @@ Departures, for a discrete and fast symbolic game:
   facing and pitch (reach 4), not a continuous crosshair; placing while looking straight down
   pillars up (jump and place in one command).
 - Dug blocks and killed mobs' drops go straight into the inventory; dropped items vanish.
+  Eating is allowed at full hunger. Mobs neither despawn nor burn in daylight, and attack
+  without a line-of-sight check.
 - Health is a float kept here (armour takes 4 % per point off each hit), not the engine
   ``Player``'s integer ``hp``; the ``Player`` holds position, look and inventory (36 slots, each
   stack capped at its item's Minecraft stack size), with tool wear kept per slot beside it.
@@ -444,15 +446,20 @@ class MCUWorld:
         x, y, z = self.position
         return math.dist((x, y, z), cell)
 
-    def found(self, block: str, radius: int) -> np.ndarray:
-        """``int64[n, 3]`` nodes holding ``block`` within ``radius`` of the feet (Euclidean),
-        nearest first (ties by x, y, z)."""
-        cid = self.grid.materials.id(block)
+    def around(self, radius: int) -> tuple[np.ndarray, np.ndarray]:
+        """The content grid's box of nodes within ``radius`` of the feet on each axis, clipped
+        to the arena (a view), and the grid index of its first node."""
         center = np.array(self.position)
         lo = np.maximum(center - radius - self.grid.origin, 0)
         hi = np.minimum(center + radius + 1 - self.grid.origin, self.grid.shape)
-        box = self.grid.content[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]]
-        cells = np.argwhere(box == cid) + lo + self.grid.origin
+        return self.grid.content[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]], lo
+
+    def found(self, block: str, radius: int) -> np.ndarray:
+        """``int64[n, 3]`` nodes holding ``block`` within ``radius`` of the feet (Euclidean),
+        nearest first (ties by x, y, z)."""
+        box, lo = self.around(radius)
+        center = np.array(self.position)
+        cells = np.argwhere(box == self.grid.materials.id(block)) + lo + self.grid.origin
         squared = ((cells - center) ** 2).sum(axis=1)
         cells, squared = cells[squared <= radius * radius], squared[squared <= radius * radius]
         return cells[np.lexsort((cells[:, 2], cells[:, 1], cells[:, 0], squared))]
