@@ -38,6 +38,9 @@ def words(name: str) -> str:
 
 
 def article(name: str) -> str:
+    """``a``/``an`` and the name, or the bare name for plurals (``leather boots``)."""
+    if name.endswith("s"):
+        return words(name)
     return ("an " if name[0] in "aeiou" else "a ") + words(name)
 
 
@@ -140,7 +143,7 @@ def collect_wood_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
             name,
             params,
             params["subcategory"],
-            "Collect wood." if i == 0 else f"Collect {count} {words(log)}.",
+            "Collect wood." if i == 0 else f"Collect {count} {words(log)}{'s' * (count > 1)}.",
             init,
             f"inventory_has({log}, {count})",
             milestones(marks),
