@@ -455,8 +455,10 @@ def generate(seed: int, seeds: list[int], out: Path = TASK_DIR) -> dict[str, int
             kept.append((data, result))
         else:
             dropped.append((data["name"], result["reason"]))
-    for stale in out.glob("*.yaml"):
-        stale.unlink()
+    old_index = out / "index.yaml"
+    if old_index.exists():  # remove the previous run's tasks, and only those
+        for entry in yaml.safe_load(old_index.read_text(encoding="utf-8"))["tasks"]:
+            (out / f"{entry['name']}.yaml").unlink(missing_ok=True)
     for data, _ in kept:
         text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
         (out / f"{data['name']}.yaml").write_text(text, encoding="utf-8")

@@ -96,3 +96,21 @@ def test_a_task_whose_milestone_holds_at_reset_fails_verification():
         "reason": "seed 0: a milestone holds at reset",
         "per_seed": {"0": False},
     }
+
+
+def test_generate_writes_verified_tasks_and_replaces_only_its_own_files(tmp_path, monkeypatch):
+    made = [t for t in generate.candidates(0) if t["name"] in ("drop_stick", "eat_bread")]
+    monkeypatch.setattr(generate, "candidates", lambda seed: made)
+    (tmp_path / "notes.yaml").write_text("keep: me\n")
+    (tmp_path / "index.yaml").write_text("tasks: [{name: old_task}]\n")
+    (tmp_path / "old_task.yaml").write_text("name: old_task\n")
+    counts = generate.generate(0, [0], tmp_path)
+    assert counts == {"Motion": 1, "Tool-use": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "drop_stick.yaml",
+        "eat_bread.yaml",
+        "index.yaml",
+        "notes.yaml",
+    ]
+    entries = yaml.safe_load((tmp_path / "index.yaml").read_text())["tasks"]
+    assert [e["name"] for e in entries] == ["drop_stick", "eat_bread"]
