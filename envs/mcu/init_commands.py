@@ -8,7 +8,8 @@ MCU's configs use: ``give``, ``replaceitem entity @s <slot> <item>``, ``summon``
 
 Departures: selectors are ignored (every command acts on the one player or the world); NBT tags
 (``{...}``) are dropped; an item or mob the registry does not know is skipped with a warning that
-names the task file, the command and the name, so configs written for the real game import.
+names the task file, the line, the command and the name, so configs written for the real game
+import.
 Commands are parsed once when the task loads (:func:`parse`) and applied at every reset
 (:func:`apply`).
 """

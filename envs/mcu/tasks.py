@@ -69,8 +69,14 @@ class Task:
     source: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def parse_task(data: dict, where: str) -> Task:
-    """Checks and compiles a task mapping; errors name ``where`` (the file) and the field."""
+def parse_task(data: dict, where: str, lines: dict[str, int] | None = None) -> Task:
+    """Checks and compiles a task mapping; errors and warnings name ``where`` (the file), the
+    field and, when ``lines`` maps fields to line numbers (:func:`load_task_file`), the line."""
+    lines = lines or {}
+
+    def at(key: str) -> str:
+        return f"{where}: line {lines[key]}: {key}" if key in lines else f"{where}: {key}"
+
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a task file holds a mapping of fields")
     unknown = sorted(set(data) - FIELDS)
@@ -81,11 +87,11 @@ def parse_task(data: dict, where: str) -> Task:
     init = tuple(
         command
         for i, text in enumerate(data.get("init_commands", ()))
-        if (command := init_commands.parse(text, f"{where}: init_commands[{i}]", reg))
+        if (command := init_commands.parse(text, at(f"init_commands[{i}]"), reg))
     )
     milestones = tuple(
         Milestone(
-            compile_predicate(m["when"], f"{where}: milestones[{i}].when", reg), float(m["weight"])
+            compile_predicate(m["when"], at(f"milestones[{i}].when"), reg), float(m["weight"])
         )
         for i, m in enumerate(data["milestones"])
     )
@@ -101,7 +107,7 @@ def parse_task(data: dict, where: str) -> Task:
         subcategory=data["subcategory"],
         text=str(data["text"]),
         init=init,
-        success=compile_predicate(data["success"], f"{where}: success", reg),
+        success=compile_predicate(data["success"], at("success"), reg),
         milestones=milestones,
         oracle=dict(data["oracle"]),
         relevant=dict(data.get("relevant", {})),
@@ -113,8 +119,30 @@ def parse_task(data: dict, where: str) -> Task:
 
 
 def load_task_file(path: str | Path) -> Task:
+    """Loads one task file; messages name the file and the line of the field at fault."""
     path = Path(path)
-    return parse_task(yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER), str(path))
+    text = path.read_text(encoding="utf-8")
+    return parse_task(yaml.load(text, Loader=_LOADER), str(path), _field_lines(text))
+
+
+def _field_lines(text: str) -> dict[str, int]:
+    """1-based line of each top-level field, each ``init_commands[i]`` and each
+    ``milestones[i].when`` of a task file."""
+    root = yaml.compose(text, Loader=_LOADER)
+    lines: dict[str, int] = {}
+    if not isinstance(root, yaml.MappingNode):
+        return lines
+    for key, value in root.value:
+        lines[key.value] = value.start_mark.line + 1
+        if key.value in ("init_commands", "milestones") and isinstance(value, yaml.SequenceNode):
+            for i, item in enumerate(value.value):
+                if key.value == "init_commands":
+                    lines[f"init_commands[{i}]"] = item.start_mark.line + 1
+                elif isinstance(item, yaml.MappingNode):
+                    for field_key, field_value in item.value:
+                        if field_key.value == "when":
+                            lines[f"milestones[{i}].when"] = field_value.start_mark.line + 1
+    return lines
 
 
 @cache

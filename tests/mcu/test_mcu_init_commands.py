@@ -86,3 +86,19 @@ def test_a_placement_outside_the_arena_is_skipped_with_a_warning_naming_the_comm
     with pytest.warns(UserWarning, match="outside the arena"):
         run(world, "tp @s 0 100 0")
     assert world.position == (0, 5, 0)
+
+
+def test_a_task_file_names_the_line_of_an_unknown_item(tmp_path):
+    from omnigym.envs.mcu.tasks import load_task_file
+
+    path = tmp_path / "mcu_style.yaml"
+    path.write_text(
+        "name: t\ncategory: Combat\nsubcategory: Fight Mobs\ntext: Kill.\ninit_commands:\n"
+        "- /give @s minecraft:diamond_sword\n- /give @s minecraft:netherite_sword\n"
+        "success: killed(spider) >= 1\nmilestones: [{when: killed(spider), weight: 1}]\n"
+        "oracle: {solver: combat}\n"
+    )
+    message = r"mcu_style\.yaml: line 7: init_commands\[1\]: unknown item 'netherite_sword'"
+    with pytest.warns(UserWarning, match=message):
+        task = load_task_file(path)
+    assert [command.args[0] for command in task.init] == ["diamond_sword"]

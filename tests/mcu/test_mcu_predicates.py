@@ -83,3 +83,16 @@ def test_structure_pillar_and_height_predicates_read_the_world():
     assert world.position == (0, 8, 0)
     assert check("structure(pillar, 3) and climbed(3) and not y_below(8)", world)
     assert not check("structure(pillar, 4)", world)
+
+
+def test_a_task_file_names_the_line_of_a_bad_predicate(tmp_path):
+    from omnigym.envs.mcu.tasks import load_task_file
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "name: bad\ncategory: Combat\nsubcategory: Fight Mobs\ntext: Kill.\n"
+        "success: killed(spider) >= 1\nmilestones:\n"
+        "- {when: 'killed(spidr) >= 1', weight: 1.0}\noracle: {solver: combat}\n"
+    )
+    with pytest.raises(ValueError, match=r"bad\.yaml: line 7: milestones\[0\]\.when: position 7"):
+        load_task_file(path)
