@@ -56,7 +56,13 @@ def parse(text: str, where: str, registry: Registry) -> Command | None:
     ``where`` names the file and the command for messages; a malformed command raises
     ``ValueError`` naming it.
     """
-    tokens = re.sub(r"\{[^{}]*\}", " ", text.strip().lstrip("/")).split()
+    stripped = text.strip().lstrip("/")
+    while "{" in stripped:  # drop NBT tags, innermost first
+        shorter = re.sub(r"\{[^{}]*\}", " ", stripped)
+        if shorter == stripped:
+            raise ValueError(f"{where}: unbalanced braces in {text!r}")
+        stripped = shorter
+    tokens = stripped.split()
     tokens = [token.removeprefix("minecraft:") for token in tokens]
     if tokens and tokens[0] == "execute":
         if "run" not in tokens:

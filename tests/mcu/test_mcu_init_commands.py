@@ -102,3 +102,15 @@ def test_a_task_file_names_the_line_of_an_unknown_item(tmp_path):
     with pytest.warns(UserWarning, match=message):
         task = load_task_file(path)
     assert [command.args[0] for command in task.init] == ["diamond_sword"]
+
+
+def test_minecraft_style_commands_with_nested_nbt_parse():
+    world = bare_world()
+    with pytest.warns(UserWarning, match="unknown item 'shovel'"):
+        run(
+            world,
+            '/give @s minecraft:shovel{Enchantments:[{id:"minecraft:efficiency",lvl:1}]} 1',
+            "/summon minecraft:sheep ~2 ~ ~",
+            "/give @s minecraft:cooked_beef 16",
+        )
+    assert world.mobs[0].position == (2, 5, 0) and world.count("cooked_beef") == 16
