@@ -163,9 +163,37 @@ def _load(name: str) -> dict:
 @cache
 def registry() -> Registry:
     """The packaged registry (read once per process)."""
-    block_data = _load("blocks.yaml")["blocks"]
+    blocks = _blocks(_load("blocks.yaml")["blocks"])
+    items = _items(_load("items.yaml"), blocks)
+    tags: dict[str, list[str]] = {}
+    for block in blocks.values():
+        for tag in sorted(block.tags):
+            tags.setdefault(tag, []).append(block.name)
+    recipe_data = _load("recipes.yaml")
+    fuels = {name: item.fuel for name, item in items.items() if item.fuel}
+    for ingredient, value in recipe_data["fuel_blocks"].items():
+        members = tags[ingredient[1:]] if ingredient.startswith("#") else [ingredient]
+        fuels.update(dict.fromkeys(members, value))
+    mobs = {
+        name: Mob(name, **{**fields, "drops": tuple(fields.get("drops", {}).items())})
+        for name, fields in _load("mobs.yaml")["mobs"].items()
+    }
+    registry = Registry(
+        blocks=blocks,
+        items=items,
+        recipes=_recipes(recipe_data, items),
+        smelting=dict(recipe_data["smelting"]),
+        fuels=fuels,
+        mobs=mobs,
+        tags={tag: tuple(names) for tag, names in tags.items()},
+    )
+    _check(registry)
+    return registry
+
+
+def _blocks(entries: list[dict]) -> dict[str, Block]:
     blocks = {}
-    for entry in block_data:
+    for entry in entries:
         drops = entry.get("drops")
         blocks[entry["name"]] = Block(
             name=entry["name"],
@@ -183,12 +211,14 @@ def registry() -> Registry:
             light=entry.get("light", 0),
             tags=frozenset(entry.get("tags", ())),
         )
-    item_data = _load("items.yaml")
-    items: dict[str, Item] = {name: Item(name) for name in blocks if blocks[name].hardness >= 0}
-    tier_names = list(item_data["tiers"])
-    for kind, damages in item_data["tools"].items():
-        for tier, damage in zip(tier_names, damages, strict=True):
-            spec = item_data["tiers"][tier]
+    return blocks
+
+
+def _items(data: dict, blocks: dict[str, Block]) -> dict[str, Item]:
+    """Block items (every block that can be dug), then tools, armour and plain items."""
+    items = {name: Item(name) for name, block in blocks.items() if block.hardness >= 0}
+    for kind, damages in data["tools"].items():
+        for (tier, tier_data), damage in zip(data["tiers"].items(), damages, strict=True):
             name = f"{tier}_{kind}"
             items[name] = Item(
                 name,
@@ -196,27 +226,29 @@ def registry() -> Registry:
                 tool=kind,
                 tier=tier,
                 damage=damage,
-                speed=spec["speed"],
-                durability=spec["durability"],
+                speed=tier_data["speed"],
+                durability=tier_data["durability"],
             )
-    for material, spec in item_data["armor"].items():
-        for piece, points in spec["points"].items():
+    for material, armor in data["armor"].items():
+        for piece, points in armor["points"].items():
             name = f"{material}_{piece}"
             items[name] = Item(
-                name, stack=1, armor=points, slot=piece, durability=spec["durability"]
+                name, stack=1, armor=points, slot=piece, durability=armor["durability"]
             )
-    for name, spec in item_data["items"].items():
-        items[name] = Item(name, **spec)
-    tags: dict[str, list[str]] = {}
-    for block in blocks.values():
-        for tag in sorted(block.tags):
-            tags.setdefault(tag, []).append(block.name)
-    recipe_data = _load("recipes.yaml")
+    for name, fields in data["items"].items():
+        items[name] = Item(name, **fields)
+    return items
+
+
+def _recipes(data: dict, items: dict[str, Item]) -> dict[str, Recipe]:
+    """The listed crafting recipes, then the tool and armour recipes built from their shapes."""
     recipes = {
-        output: Recipe(output, tuple(spec["in"].items()), spec.get("n", 1), spec.get("hand", False))
-        for output, spec in recipe_data["crafting"].items()
+        output: Recipe(
+            output, tuple(fields["in"].items()), fields.get("n", 1), fields.get("hand", False)
+        )
+        for output, fields in data["crafting"].items()
     }
-    shapes = recipe_data["tool_recipes"]
+    shapes = data["tool_recipes"]
     for material, ingredient in shapes["materials"].items():
         for kind, parts in {**shapes["tools"], **shapes["armor"]}.items():
             name = f"{material}_{kind}"
@@ -226,25 +258,7 @@ def registry() -> Registry:
                     for part, count in parts.items()
                 )
                 recipes[name] = Recipe(name, inputs)
-    fuels = {name: item.fuel for name, item in items.items() if item.fuel}
-    for ingredient, value in recipe_data["fuel_blocks"].items():
-        members = tags[ingredient[1:]] if ingredient.startswith("#") else [ingredient]
-        fuels.update(dict.fromkeys(members, value))
-    mobs = {
-        name: Mob(name, **{**spec, "drops": tuple(spec.get("drops", {}).items())})
-        for name, spec in _load("mobs.yaml")["mobs"].items()
-    }
-    registry = Registry(
-        blocks=blocks,
-        items=items,
-        recipes=recipes,
-        smelting=dict(recipe_data["smelting"]),
-        fuels=fuels,
-        mobs=mobs,
-        tags={tag: tuple(names) for tag, names in tags.items()},
-    )
-    _check(registry)
-    return registry
+    return recipes
 
 
 def _check(registry: Registry) -> None:
