@@ -80,13 +80,9 @@ class AtomicEnv(gym.Env):
             raise ValueError(f"difficulty={difficulty!r} is not available yet (only 'simple')")
         if pixels:
             raise ValueError("pixels=True is not available yet: observations are symbolic")
-        self.task: Task = task if isinstance(task, Task) else load_task(task)
         self.difficulty = difficulty
         self.registry = registry()
-        self._relevant = (
-            frozenset(name for names in self.task.relevant.values() for name in names)
-            | self.task.success.names()
-        )
+        self._use_task(task if isinstance(task, Task) else load_task(task))
         n_items = len(self.registry.item_names)
         self.action_space = text_space(ACTION_MAX_LENGTH)
         self.observation_space = spaces.Dict(
@@ -100,8 +96,19 @@ class AtomicEnv(gym.Env):
         )
         self.world: MCUWorld | None = None
 
+    def _use_task(self, task: Task) -> None:
+        self.task = task
+        self._relevant = (
+            frozenset(name for names in task.relevant.values() for name in names)
+            | task.success.names()
+        )
+
+    def _next_task(self) -> None:
+        """Called at each reset once ``np_random`` is seeded: the task of the next episode."""
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._next_task()
         world = MCUWorld(self.registry, self.np_random)
         for command in self.task.init:
             init_commands.apply(world, command)

@@ -168,3 +168,22 @@ def test_the_oracle_agent_solves_every_registered_id(env_id):
         while not (terminated or truncated):
             observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
         assert info["success"] is True and info["normalized_score"] == 100.0
+
+
+def test_random_env_draws_tasks_from_the_seed_within_its_filter():
+    env = omnigym.make("MCU/Random-v0", category="Combat")
+    drawn = [env.reset(seed=seed)[1]["task"] for seed in range(8)]
+    assert drawn == [env.reset(seed=seed)[1]["task"] for seed in range(8)]
+    assert len(set(drawn)) > 1
+    assert all(omnigym.envs.mcu.tasks.index()[name]["category"] == "Combat" for name in drawn)
+    observation, info = env.reset(seed=3)
+    assert observation["task"] == env.unwrapped.task.text and info["category"] == "Combat"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"category": "Trade"}, "category='Trade'"), ({"composite": True}, "composite")],
+)
+def test_random_env_rejects_filters_that_match_nothing_and_composites(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        omnigym.make("MCU/Random-v0", **kwargs)
