@@ -17,6 +17,7 @@ spends one tick and flags the step.
 from __future__ import annotations
 
 from omnigym.envs.mcu import crafting
+from omnigym.envs.mcu.episode_log import Act
 from omnigym.envs.mcu.world import FACINGS, MCUWorld
 
 MAX_MOVE, MAX_WAIT = 8, 20
@@ -176,6 +177,7 @@ def _drop(world: MCUWorld, rest: list[str]) -> None:
         raise InvalidCommand(f"only {world.count(item)} {item} in the inventory")
     world.take(item, count)
     world.events["dropped", item] += count
+    world.acts.append(Act("drop", item, consumed=((item, count),)))
     world.log.append(f"dropped {count} {item}")
     world.tick()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from omnigym.envs.mcu.episode_log import Act
 from omnigym.envs.mcu.world import MCUWorld
 
 STATION_RANGE = 4
@@ -58,6 +59,7 @@ def craft(world: MCUWorld, item: str, count: int) -> str | None:
     made = times * recipe.n
     left = world.give(item, made)
     world.events["crafted", item] += made - left
+    world.acts.append(Act("craft", item, consumed=tuple(sorted(chosen.items()))))
     world.log.append(f"crafted {made} {item}")
     world.tick()
     return None
@@ -81,6 +83,8 @@ def smelt(world: MCUWorld, name: str, count: int) -> str | None:
     world.take(source, count)
     for item, n in fuel.items():
         world.take(item, n)
+    used = sorted({**fuel, source: count + fuel.get(source, 0)}.items())
+    world.acts.append(Act("smelt", source, consumed=tuple(used)))
     output = smelting[source]
     for _ in range(count * SMELT_TICKS):
         world.tick()

@@ -10,6 +10,7 @@ text commands instead of mouse and keyboard.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -18,6 +19,8 @@ from gymnasium import spaces
 
 from omnigym.envs.mcu import init_commands, observe
 from omnigym.envs.mcu.commands import InvalidCommand, execute
+from omnigym.envs.mcu.episode_log import StepRecord
+from omnigym.envs.mcu.evaluation import evaluate
 from omnigym.envs.mcu.registries import registry
 from omnigym.envs.mcu.tasks import Task, load_task
 from omnigym.envs.mcu.world import MCUWorld
@@ -60,8 +63,11 @@ class AtomicEnv(gym.Env):
 
     ## Episode End
     Terminated on success or death; truncated after ``max_steps`` commands (600 by default).
-    The final step's info holds ``success``, ``normalized_score`` (100 × progress) and
-    ``metrics``.
+    The final step's info holds ``success``, ``normalized_score`` (10 × Task Progress, 0–100)
+    and ``metrics``: MCU's six dimensions on its 0–10 scale
+    (:mod:`omnigym.envs.mcu.evaluation`, NaN where a dimension is undefined), ``steps``,
+    ``ticks``, ``oracle_steps`` and ``invalid_commands``. ``env.records`` holds the episode's
+    :class:`~omnigym.envs.mcu.episode_log.StepRecord` list.
 
     ## Arguments
     ``task``: a verified task name (``omnigym.envs.mcu.list_tasks()``) or a loaded
@@ -119,6 +125,7 @@ class AtomicEnv(gym.Env):
         self._progress = 0.0
         self._steps = 0
         self._invalid = 0
+        self.records: list[StepRecord] = []
         self._update_progress()
         return self._observation(), self._info(None, False)
 
@@ -128,6 +135,8 @@ class AtomicEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         world = self.world
         world.log = []
+        world.acts = []
+        state = self._player_state()
         reason = None
         try:
             execute(world, action)
@@ -138,18 +147,44 @@ class AtomicEnv(gym.Env):
         self._steps += 1
         before = self._progress
         success = self._update_progress()
+        effect = reason is None and (bool(world.acts) or self._player_state() != state)
+        self.records.append(
+            StepRecord(
+                action, reason is not None, effect, tuple(world.acts), tuple(self._reached), success
+            )
+        )
         terminated = success or world.dead
         truncated = not terminated and self._steps >= self.task.max_steps
         info = self._info(reason, success)
         if terminated or truncated:
-            info["normalized_score"] = 100.0 * self._progress
+            scores = evaluate(self.records, self.task, self.task.oracle_steps)
+            info["normalized_score"] = 10.0 * scores["task_progress"]
             info["metrics"] = {
-                "task_progress": 10.0 * self._progress,
+                **{name: math.nan if v is None else v for name, v in scores.items()},
                 "steps": float(self._steps),
                 "ticks": float(world.ticks),
+                "oracle_steps": math.nan
+                if self.task.oracle_steps is None
+                else float(self.task.oracle_steps),
                 "invalid_commands": float(self._invalid),
             }
         return self._observation(), self._progress - before, terminated, truncated, info
+
+    def _player_state(self) -> tuple:
+        """What a command may change for the player: place, look, inventory, armour, hunger and
+        the event counters (sleeping moves only the clock and the counters)."""
+        world = self.world
+        inventory = world.player.inventory
+        return (
+            world.position,
+            world.facing,
+            world.pitch,
+            tuple(inventory.slots),
+            inventory.selected,
+            tuple(world.armor.values()),
+            world.hunger,
+            world.events.total(),
+        )
 
     def _update_progress(self) -> bool:
         """Latches reached milestones; returns whether the task's success holds now."""

@@ -89,14 +89,18 @@ class Predicate:
 
     def names(self) -> set[str]:
         """Every registry name its calls mention (for a task's ``relevant`` set)."""
-        found: set[str] = set()
+        return {arg for _, args in self.calls() for arg in args if isinstance(arg, str)}
+
+    def calls(self) -> list[tuple[str, tuple]]:
+        """Every call as ``(function, arguments)``, in reading order."""
+        found: list[tuple[str, tuple]] = []
         _collect(self.tree, found)
         return found
 
 
-def _collect(tree: tuple, found: set[str]) -> None:
+def _collect(tree: tuple, found: list[tuple[str, tuple]]) -> None:
     if tree[0] == "call":
-        found.update(arg for arg in tree[2] if isinstance(arg, str))
+        found.append((tree[1], tree[2]))
     else:
         for child in tree[1:]:
             if isinstance(child, tuple):

@@ -12,7 +12,7 @@ a success predicate and weighted milestones (:mod:`omnigym.envs.mcu.predicates`)
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -52,7 +52,9 @@ class Milestone:
 
 @dataclass(frozen=True)
 class Task:
-    """One loaded task; ``init`` holds its parsed init commands (unknown names skipped)."""
+    """One loaded task; ``init`` holds its parsed init commands (unknown names skipped).
+    ``oracle_steps`` is the oracle's command count on seed 0, from the index (``None`` for a
+    task that is not in it)."""
 
     name: str
     category: str
@@ -66,6 +68,7 @@ class Task:
     requires: dict = field(default_factory=dict)
     rubric: str = ""
     max_steps: int = MAX_STEPS
+    oracle_steps: int | None = None
     source: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -161,7 +164,8 @@ def load_task(name: str) -> Task:
         close = difflib.get_close_matches(name, list(index()), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ValueError(f"task={name!r} is not a verified MCU task{hint}")
-    return load_task_file(TASK_DIR / f"{name}.yaml")
+    task = load_task_file(TASK_DIR / f"{name}.yaml")
+    return replace(task, oracle_steps=int(index()[name]["oracle_steps"]))
 
 
 def list_tasks(category: str | None = None, subcategory: str | None = None) -> list[str]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from omnigym.envs.craft.engine import AIR, Inventory, Player, World
+from omnigym.envs.mcu.episode_log import Act
 from omnigym.envs.mcu.registries import ARMOR_PIECES, Mob, Registry
 
 ARENA_SHAPE = (41, 24, 41)
@@ -126,6 +127,7 @@ class MCUWorld:
         self.start_y = SPAWN[1]
         self.max_y = SPAWN[1]
         self.log: list[str] = []
+        self.acts: list[Act] = []
         self._next_uid = 0
 
     @property
@@ -209,6 +211,10 @@ class MCUWorld:
 
     def count(self, item: str) -> int:
         return self.player.inventory.count(item)
+
+    def held(self) -> tuple[str, ...]:
+        """The distinct items in the inventory, sorted."""
+        return tuple(sorted({content[0] for content in self.player.inventory.slots if content}))
 
     def give(self, item: str, count: int = 1) -> int:
         """Adds items (tools start unworn); returns how many did not fit."""
@@ -319,7 +325,9 @@ class MCUWorld:
         self.placed.discard(cell)
         self.events["mined", block.name] += 1
         self.log.append(f"mined {block.name}")
-        if self.registry.can_harvest(block, tool):
+        harvested = self.registry.can_harvest(block, tool)
+        self.acts.append(Act("mine", block.name, cell, tool, harvested, inventory=self.held()))
+        if harvested:
             for item, count in block.drops:
                 self.give(item, count)
                 self.log.append(f"got {count} {item}")
@@ -335,6 +343,7 @@ class MCUWorld:
         self.grid.set(*cell, item)
         self.placed.add(cell)
         self.events["placed", item] += 1
+        self.acts.append(Act("place", item, cell, consumed=((item, 1),)))
         self.log.append(f"placed {item}")
         self.tick()
 
@@ -343,6 +352,11 @@ class MCUWorld:
         damage = self.registry.items[tool].damage if tool else 1
         if "strength" in self.effects:
             damage += 3
+        x, y, z = self.position
+        high = y > mob.position[1] and (x, y - 1, z) in self.placed
+        self.acts.append(
+            Act("attack", mob.kind.name, tool=tool, high_ground=high, inventory=self.held())
+        )
         mob.health -= damage
         mob.provoked = mob.kind.behaviour == "neutral" or mob.provoked
         self.events["damaged", mob.kind.name] += 1
@@ -372,6 +386,7 @@ class MCUWorld:
         self.take(item, 1)
         self.hunger = min(20, self.hunger + self.registry.items[item].food)
         self.events["ate", item] += 1
+        self.acts.append(Act("eat", item, consumed=((item, 1),)))
         self.log.append(f"ate {item}")
         for _ in range(6):
             self.tick()
