@@ -271,9 +271,11 @@ def _best(act: Act, reg: Registry) -> bool:
 
 
 def _fitting(act: Act, concerned: frozenset[str], reg: Registry) -> bool:
-    """Whether a craft, smelt, mine, attack or place act used a correct or best item."""
+    """Whether a craft, smelt, mine, attack or place act used a correct or best item: a mine
+    or attack on something the task concerns, with the best held item; a craft, smelt or place
+    of something the task concerns."""
     if act.kind in ("mine", "attack"):
-        return _best(act, reg)
+        return act.name in concerned and _best(act, reg)
     if act.kind == "smelt":
         return act.name in concerned or reg.smelting.get(act.name) in concerned
     return act.name in concerned
@@ -284,8 +286,9 @@ def material_selection_and_usage(
 ) -> float | None:
     """10 × (fraction of craft, smelt, mine, attack and place acts that used a correct or the
     best held item) × (1 − fraction of the given materials overused); ``None`` when the task
-    needs none of these acts. Correct: a mine or attack with the held item that harvests and
-    digs fastest, or hits hardest; a craft, smelt or place of something the task concerns.
+    needs none of these acts. Correct: a mine or attack on something the task concerns with
+    the held item that harvests and digs fastest, or hits hardest; a craft, smelt or place of
+    something the task concerns.
     Overused: some of a given material went into an act that was not correct, or was dropped
     although the task does not ask for it."""
     reg = reg or registry()

@@ -192,7 +192,8 @@ def test_material_scores_the_best_held_tool_and_zero_without_any_act():
     weak = mine("stone", tool="wooden_pickaxe", inventory=held)
     best = mine("stone", tool="stone_pickaxe", inventory=held)
     assert material_selection_and_usage([step(weak), step(best)], MINE_STONE) == 5.0
-    assert material_selection_and_usage([step(mine("dirt"))], MINE_STONE) == 10.0  # hand: best
+    assert material_selection_and_usage([step(mine("stone"))], MINE_STONE) == 10.0  # hand: best
+    assert material_selection_and_usage([step(mine("dirt"))], MINE_STONE) == 0.0  # not a target
     assert material_selection_and_usage([step(command="noop")], MINE_STONE) == 0.0
 
 
