@@ -286,7 +286,8 @@ def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_pat
     assert len([d for d in diagnostics if d["agent"] == "BC-Safe"]) == 8  # 2 tasks x 4 κ
     trained = [d for d in diagnostics if "train_seconds" in d]
     assert all(len(curve) == 4 for d in trained for curve in d["losses"].values())
-    assert {"q_h", "v_h_low", "pi_r", "behaviour"} <= set(
+    # 4 updates leave none for SDQC's behaviour CVAE (10% of the budget, rounded).
+    assert {"q_h", "v_h_low", "pi_r"} <= set(
         next(d for d in trained if d["agent"] == "SDQC")["losses"]
     )
     for label in ("SDQC", "FISOR"):
