@@ -1,5 +1,5 @@
-"""Games per minute of the Diplomacy bot round-robin capped at 1910 (spec diplomacy.md §4 goal:
-a game between heuristic bots under 0.5 s, i.e. >= 120 games/min); prints JSON.
+"""Games per minute of the Diplomacy bot round-robin capped at 1910 (goal: a game between
+heuristic bots under 0.5 s, i.e. >= 120 games/min; ``docs/diplomacy.md``); prints JSON.
 
     .venv/bin/python benchmarks/diplomacy_bots.py [--quick] [--games N]
 
@@ -21,7 +21,7 @@ import time
 
 import omnigym
 import omnigym.envs.diplomacy  # noqa: F401  (registers Diplomacy/*)
-from omnigym.agents.diplomacy_bots import DefensiveBot, GreedySCBot, RandomBot
+from omnigym.agents.diplomacy.bots import DefensiveBot, GreedySCBot, RandomBot
 
 GOAL_SECONDS_PER_GAME = 0.5
 LINEUPS = {

@@ -1,4 +1,5 @@
-"""Speed of the Diplomacy env against the raw ``diplomacy`` engine (issue 6); prints JSON.
+"""Speed of the Diplomacy env against the raw ``diplomacy`` engine (``docs/diplomacy.md``); prints
+JSON.
 
     .venv/bin/python benchmarks/diplomacy_speed.py [--quick]
 
@@ -13,7 +14,7 @@ Two figures, each beside its reference or goal, with the ratio:
   the ratio to the latter isolates the env's own per-phase work. Each game's replays are
   interleaved and repeated, and the fastest of each kept, so background load hits all alike.
 - ``games_per_minute``: whole random games capped at 1910 through the env, the random policy
-  included; reference: the spec's budget of under 0.5 s per game (120 games per minute).
+  included; reference: a budget of under 0.5 s per game (120 games per minute).
 
 Phase times are this process's CPU time (``time.process_time``), which other load on a shared
 machine disturbs less than wall-clock time; games per minute are wall-clock. The process pins

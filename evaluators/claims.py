@@ -12,6 +12,7 @@ and it returns a list of :func:`claim` entries::
 them), ``paper`` the paper's reported numbers or wording for the same claim, and ``status`` one
 of :data:`STATUSES`: ``pass`` and ``fail`` for claims that are checked, ``recorded`` for numbers
 that are reported but not asserted, ``not run`` when the run lacks what the claim needs.
+:func:`metric_summary` and :func:`sweep` read such summaries off the run's scorecard.
 """
 
 from __future__ import annotations
@@ -50,6 +51,29 @@ def claim(
 def verdict(holds: bool) -> str:
     """``"pass"`` or ``"fail"``."""
     return "pass" if holds else "fail"
+
+
+def metric_summary(result: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
+    """A scorecard result's ``metric`` as a ``{"mean", "ci95"}`` summary (None when its
+    episodes report no value of it)."""
+    summary = result["metrics"].get(metric)
+    return None if summary is None else {"mean": summary["mean"], "ci95": list(summary["ci95"])}
+
+
+def sweep(
+    scorecard: Mapping[str, Any], envs: Mapping[Any, str], agent: str, metric: str
+) -> dict[Any, dict[str, Any]]:
+    """``agent``'s ``metric`` over a knob swept across environments: ``envs`` maps each knob
+    value to its env label; the result maps, in knob order, each value the agent has the metric
+    at to its :func:`metric_summary`."""
+    results = {(r["env_id"], r["agent"]): r for r in scorecard["results"]}
+    found = {}
+    for knob, env_label in sorted(envs.items()):
+        result = results.get((env_label, agent))
+        summary = None if result is None else metric_summary(result, metric)
+        if summary is not None:
+            found[knob] = summary
+    return found
 
 
 def write_claims(document: Mapping[str, Any], folder: str | Path) -> str:

@@ -1,4 +1,4 @@
-"""1-vs-N matches on multi-agent environments, with seat rotation (spec diplomacy.md §4).
+"""1-vs-N matches on multi-agent environments, with seat rotation (``docs/diplomacy.md``).
 
 The no-press Diplomacy literature (DipNet, Paquette et al., NeurIPS 2019; DORA/DNVI, Bakhtin et
 al., NeurIPS 2021; DipLLM, Xu et al., ICML 2025) rates an agent by playing it against six copies
@@ -6,7 +6,7 @@ of a fixed opponent, rotating it over the seven powers, and reporting its mean s
 score (SoS) with win, draw, survival and defeat rates. This module does that for any PettingZoo
 ``ParallelEnv`` id whose final ``infos[agent]["metrics"]`` carry ``sos``, ``won``, ``drawn``,
 ``survived``, ``eliminated``, ``centers``, ``invalid_orders`` and ``phases`` (the Diplomacy
-environment's, spec §3.5):
+environment's, ``docs/diplomacy.md``):
 
 - :func:`play_match` plays one game between given agent objects and returns its record;
 - :func:`one_vs_rest` plays ``games_per_seat`` games for each seat per run seed, the evaluated
@@ -18,28 +18,28 @@ environment's, spec §3.5):
 
 Seeds follow :mod:`omnigym.evaluators.rollout`: game ``g`` of run seed ``s`` draws its
 environment seed and one agent seed per seat from NumPy's ``SeedSequence([s, g])``, so a record
-never depends on which worker played it or in which order; with ``workers > 1`` games run in
-``forkserver`` worker processes, each building its environment once.
+never depends on which worker played it or in which order. Games run in a
+:class:`~omnigym.pool.WorkerPool` (an experiment's own, or one started for the call), in
+batches that each build their environment once.
 
 Departure from the papers: they report the rates without confidence intervals, and their
 opponents are learned agents; here the opponents are any registered agent (the reference bots
-of :mod:`omnigym.agents.diplomacy_bots` by default in scenarios).
+of :mod:`omnigym.agents.diplomacy.bots` by default in scenarios).
 """
 
 from __future__ import annotations
 
 import inspect
-import multiprocessing
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from omnigym.agent import make_agent
+from omnigym.pool import WorkerPool
 from omnigym.registry import EnvInfo, make, register, spec
 
 from .stats import summarize
@@ -198,16 +198,21 @@ def one_vs_rest(
     env_kwargs: dict[str, Any] | None = None,
     workers: int = 1,
     labels: tuple[str, str] | None = None,
+    pool: WorkerPool | None = None,
 ) -> list[Record]:
     """Play ``agent`` against copies of ``opponent`` on every seat in turn.
 
     For each run seed, games ``0 .. games_per_seat * N - 1`` are played (N seats); game ``g``
     puts ``agent`` on seat ``g mod N`` of ``possible_agents`` and a fresh ``opponent`` on every
     other seat, so each seat is played ``games_per_seat`` times. ``agent`` and ``opponent`` are
-    registry names or factories (a fresh instance per seat and game); ``labels`` names them in
-    the records (default: the names, or the factories' ``__name__``). Returns one record per
-    game, ordered by (seed, game): ``env_id, agent, opponent, seat, seed, game, n_seats``, the
-    evaluated seat's :data:`METRICS`, ``phases`` and ``wall_time``.
+    registry names or factories (a fresh instance per seat and game; a factory must pickle to
+    run in worker processes); ``labels`` names them in the records (default: the names, or the
+    factories' ``__name__``). ``pool`` plays the games in that
+    :class:`~omnigym.pool.WorkerPool` (an experiment's, serving all its matches; its worker
+    count replaces ``workers``); without one, a pool of ``workers`` is started for this call
+    alone (one worker plays here). Returns one record per game, ordered by (seed, game):
+    ``env_id, agent, opponent, seat, seed, game, n_seats``, the evaluated seat's
+    :data:`METRICS`, ``phases`` and ``wall_time``.
     """
     info = spec(env_id)  # unknown ids fail here, before anything is built
     if info.kind != "multi":
@@ -225,41 +230,34 @@ def one_vs_rest(
     )
     env = make(env_id, **match.env_kwargs)
     seats = len(env.possible_agents)
-    tasks = [(seed, game) for seed in seeds for game in range(games_per_seat * seats)]
-    if workers == 1:
-        try:
-            return [match.play(env, seed, game) for seed, game in tasks]
-        finally:
-            env.close()
     env.close()
-    return _play_in_workers(match, tasks, workers)
+    tasks = [(seed, game) for seed in seeds for game in range(games_per_seat * seats)]
+    if pool is None:
+        with WorkerPool(workers) as own_pool:
+            return _play_games(own_pool, match, tasks)
+    return _play_games(pool, match, tasks)
 
 
-def _play_in_workers(match: _Match, tasks: list[tuple[int, int]], workers: int) -> list[Record]:
-    """The games of ``tasks`` in ``workers`` processes, each building its environment once; the
-    records come back in task order."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["omnigym"])
-    chunk = max(1, len(tasks) // (4 * workers))
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(match,)
-    ) as pool:
-        return list(pool.map(_worker_game, tasks, chunksize=chunk))
+def _play_games(pool: WorkerPool, match: _Match, tasks: list[tuple[int, int]]) -> list[Record]:
+    """The games of ``tasks`` in ``pool``, in batches that each build their environment once;
+    the records come back in task order. Each game is seeded by its (seed, game) alone, so the
+    batching changes no record."""
+    size = len(tasks) if pool.workers == 1 else len(tasks) // (4 * pool.workers)
+    size = max(1, size)
+    batches = [(match, tasks[start : start + size]) for start in range(0, len(tasks), size)]
+    return [record for records in pool.map(_play_batch, batches) for record in records]
 
 
-_worker_state: dict[str, Any] = {}
-
-
-def _init_worker(match: _Match) -> None:
-    # The parent resolved the id; registering that record here makes an id work in workers even
-    # when importing omnigym alone does not register it.
+def _play_batch(batch: tuple[_Match, list[tuple[int, int]]]) -> list[Record]:
+    match, tasks = batch
+    # The parent resolved the id; registering that record here makes an id work in a worker
+    # even when importing omnigym alone does not register it.
     register(match.env_info)
-    _worker_state["match"] = match
-    _worker_state["env"] = make(match.env_id, **match.env_kwargs)
-
-
-def _worker_game(task: tuple[int, int]) -> Record:
-    return _worker_state["match"].play(_worker_state["env"], *task)
+    env = make(match.env_id, **match.env_kwargs)
+    try:
+        return [match.play(env, seed, game) for seed, game in tasks]
+    finally:
+        env.close()
 
 
 def summarize_matches(records: Sequence[Record], n_resamples: int = 9999) -> dict[str, Any]:

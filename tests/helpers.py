@@ -1,4 +1,5 @@
-"""Agents for tests, importable as ``tests.helpers:Name`` (the suite runs from the repo root)."""
+"""Agents and fakes for tests, importable as ``tests.helpers:Name`` (the suite runs from the repo
+root)."""
 
 import time
 
@@ -34,3 +35,16 @@ def oracle_claims(run):
 
     means = {r["agent"]: r["return"]["mean"] for r in run.scorecard["results"]}
     return [claim(1, "oracle beats random", verdict(means["oracle"] > means["random"]), means)]
+
+
+def finished_run(records, scorecard=None):
+    """A finished run of episode ``records`` as a claims checker reads it: its scorecard built
+    from them (200 bootstrap resamples, for speed; an empty one without records) unless given;
+    no scenario, options or folder."""
+    from omnigym.evaluators.experiment import Run
+    from omnigym.evaluators.scorecard import build_scorecard
+
+    if scorecard is None:
+        empty = {"results": [], "comparisons": [], "agents": [], "envs": []}
+        scorecard = build_scorecard(records, n_resamples=200) if records else empty
+    return Run(scenario=None, options={}, folder=None, scorecard=scorecard, records=records)

@@ -1,8 +1,9 @@
 """Agnostic boosters with and without unlabelled data on ``Methods/AgnosticBoosting-v0``.
 
-Ghai, Singh, "Sample-Optimal Agnostic Boosting with Unlabeled Data", ICML 2025 (spec methods.md
-§11). Every agent answers one value in [−1, 1] per test point (its sign is the label), having seen
-the labelled points, the unlabelled pool and the test features of the observation.
+Ghai, Singh, "Sample-Optimal Agnostic Boosting with Unlabeled Data", ICML 2025
+(``docs/methods.md``). Every agent answers one value in [−1, 1] per test point (its sign is the
+label), having seen the labelled points, the unlabelled pool and the test features of the
+observation.
 
 The three potential boosters share one potential, one weak learner and one update, and differ
 only in where each round's samples come from. The potential is φ(z, y) = ψ(z) − y·z with ψ the
@@ -33,26 +34,22 @@ it and H ← H + η·h. After T rounds the answer is clip(H, −1, 1) on the tes
   method**: it reads the instance's best-in-class rule from the environment it is built for and
   answers that rule's labels (excess error exactly 0). It never sees the test labels.
 
-:func:`claims` checks the paper's claim on a run of ``scenarios/claims/boosting.yaml``.
-
-Departures from the paper: the paper's own potential, step size η and round count T (set there
-from the weak learner's edge γ and the target ε) could not be read from the public material
-available to us (the abstract and the 2024 paper's summary); we use the spec's reading,
-ψ′ = clip(z, −1, 1), and one fixed (T, η) (:class:`Settings`) for all three potential boosters,
-so that the comparison isolates where the samples come from. The labelled-only baselines use
-that same potential and surrogate sample, where the 2024 booster has its own potential
-(max((z + 2)·e^(−z), 2 − z)) and mixes fresh and reused samples. The surrogate sample reaches
-the weak learner in its reweighting form: the mixture's coin becomes half the weight on each
-half, and a relabelled point carries its expected label −ψ′(H(x)) as a signed weight instead of
-a random ±1 (Kalai and Kanade's relabelling is the sampling form of the same weights). With 66
-fresh unlabelled points a round at the paper's size, the coin flips add noise that in our trials
-put the unlabelled booster behind reuse at m = 1600. The weak learner is an exact weighted stump
-over a threshold grid fixed by the labelled points, not an oracle with a stated edge.
+Departures from the paper: the paper's own potential, step size η and round count T (set there from
+the weak learner's edge γ and the target ε) could not be read from the public material available to
+us (the abstract and the 2024 paper's summary); we take ψ′ = clip(z, −1, 1) and one fixed (T, η)
+(:class:`Settings`) for all three potential boosters, so that the comparison isolates where the
+samples come from. The labelled-only baselines use that same potential and surrogate sample, where
+the 2024 booster has its own potential (max((z + 2)·e^(−z), 2 − z)) and mixes fresh and reused
+samples. The surrogate sample reaches the weak learner in its reweighting form: the mixture's coin
+becomes half the weight on each half, and a relabelled point carries its expected label −ψ′(H(x)) as
+a signed weight instead of a random ±1 (Kalai and Kanade's relabelling is the sampling form of the
+same weights). With 66 fresh unlabelled points a round at the paper's size, the coin flips add noise
+that in our trials put the unlabelled booster behind reuse at m = 1600. The weak learner is an exact
+weighted stump over a threshold grid fixed by the labelled points, not an oracle with a stated edge.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,9 +57,6 @@ from typing import Any
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
-
-from omnigym.evaluators.claims import claim
-from omnigym.evaluators.stats import summarize
 
 
 @dataclass(frozen=True)
@@ -382,167 +376,3 @@ class BestInClassReference:
     def act(self, observation: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> np.ndarray:
         rule = self.env.unwrapped.instance.rule
         return rule.predict(observation["test_features"]).astype(np.float64)
-
-
-# ---- the claims of spec methods.md §11 --------------------------------------------------------
-
-UNLABELED, REUSE, SPLIT = "boost-unlabeled", "boost-reuse", "boost-sample-split"
-BOOSTERS = (UNLABELED, REUSE, SPLIT)
-RECORDED = ("adaboost", "gradient-boosting", "best-in-class-reference")
-#: "Small m": the claim's ordering is checked at this many of the smallest budgets run.
-SMALL_BUDGETS = 2
-#: "The curves meet": at the largest budget the three boosters' mean excess errors lie within
-#: this of each other (one percentage point).
-MEET_TOLERANCE = 0.01
-METRIC = "excess_error"
-_KNOB = re.compile(r"\b(m|shift)=([0-9.eE+-]+)")
-
-#: One agent's excess error over the budgets: m -> {"mean", "ci95"}.
-Curve = dict[int, dict[str, Any]]
-
-
-def _knobs(env_label: str) -> tuple[int, float] | None:
-    """(m, shift) named by an env label such as ``"m=100"`` or ``"m=100 shift=0.3"``."""
-    knobs = dict(_KNOB.findall(env_label))
-    if "m" not in knobs:
-        return None
-    return int(float(knobs["m"])), float(knobs.get("shift", 0.0))
-
-
-def _named(curve: Mapping[int, Any]) -> dict[str, Any]:
-    """``curve`` keyed ``"m=<budget>"`` for claims.json."""
-    return {f"m={m}": value for m, value in curve.items()}
-
-
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's claims on a run of ``scenarios/claims/boosting.yaml``.
-
-    Environments are read from their labels (``m=<budget>``, optionally ``shift=<value>``; no
-    shift means 0) and agents by their registry names. Claims 1 and 2 compare the three
-    potential boosters' mean excess errors (scorecard means with 95% CIs, plus paired
-    differences over the shared draws, from ``records``) at shift 0; claim 3 records the
-    unlabelled booster under the shift; claim 4 records the other agents.
-    """
-    results = {(r["env_id"], r["agent"]): r for r in scorecard["results"]}
-    envs: dict[float, dict[int, str]] = {}  # shift -> m -> env label
-    for env_label in scorecard["envs"]:
-        knobs = _knobs(env_label)
-        if knobs is not None:
-            envs.setdefault(knobs[1], {})[knobs[0]] = env_label
-
-    def curve(agent: str, shift: float = 0.0) -> Curve:
-        found = {}
-        for m, env_label in sorted(envs.get(shift, {}).items()):
-            result = results.get((env_label, agent))
-            summary = None if result is None else result["metrics"].get(METRIC)
-            if summary is not None:
-                found[m] = {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-        return found
-
-    def paired(agent: str, other: str, shift: float = 0.0, other_shift: float = 0.0) -> Curve:
-        """agent's excess error less other's, draw by draw, per budget both ran."""
-        found = {}
-        for m, env_label in sorted(envs.get(shift, {}).items()):
-            other_label = envs.get(other_shift, {}).get(m)
-            if other_label is not None:
-                difference = _paired_difference(records, (env_label, agent), (other_label, other))
-                if difference is not None:
-                    found[m] = difference
-        return found
-
-    boosters = {agent: curve(agent) for agent in BOOSTERS}
-    differences = {
-        f"{UNLABELED} - {REUSE}": _named(paired(UNLABELED, REUSE)),
-        f"{REUSE} - {SPLIT}": _named(paired(REUSE, SPLIT)),
-    }
-    shifts = sorted(shift for shift in envs if shift != 0.0)
-    shifted = {
-        f"shift={shift:g}": {
-            UNLABELED: _named(curve(UNLABELED, shift)),
-            f"{UNLABELED} shifted - unshifted": _named(paired(UNLABELED, UNLABELED, shift, 0.0)),
-            f"{UNLABELED} shifted - {REUSE}": _named(paired(UNLABELED, REUSE, shift, 0.0)),
-        }
-        for shift in shifts
-    }
-    return {
-        "source": "Ghai and Singh, ICML 2025 (spec methods.md §11, grade B)",
-        "claims": [
-            _ordering_claim(boosters, differences),
-            _meeting_claim(boosters, differences),
-            claim(
-                3,
-                "under a shifted unlabelled marginal the unlabelled booster degrades gracefully: "
-                "its excess error beside its unshifted self and the labelled-only reuse booster",
-                "recorded" if shifts else "not run",
-                unshifted=_named(boosters[UNLABELED]),
-                **shifted,
-            ),
-            claim(
-                4,
-                "AdaBoost, gradient boosting and the best-in-class reference on the same draws "
-                "(the reference's excess error is 0 by definition)",
-                "recorded",
-                **{agent: _named(curve(agent)) for agent in RECORDED},
-            ),
-        ],
-    }
-
-
-def _paired_difference(
-    records: Sequence[Mapping[str, Any]], first: tuple[str, str], second: tuple[str, str]
-) -> dict[str, Any] | None:
-    """Mean and 95% CI (stratified by seed) of first's excess error less second's, over the
-    draws (seed, episode) both played; None when they share none."""
-
-    def by_draw(env_label: str, agent: str) -> dict[tuple[int, int], float]:
-        return {
-            (r["seed"], r["episode"]): r["metrics"][METRIC]
-            for r in records
-            if r["env_id"] == env_label and r["agent"] == agent and METRIC in r["metrics"]
-        }
-
-    mine, theirs = by_draw(*first), by_draw(*second)
-    shared = sorted(set(mine) & set(theirs))
-    if not shared:
-        return None
-    summary = summarize(
-        [mine[draw] - theirs[draw] for draw in shared], [seed for seed, _ in shared]
-    )
-    return {"mean": summary["mean"], "ci95": list(summary["ci95"]), "draws": len(shared)}
-
-
-def _ordering_claim(boosters: Mapping[str, Curve], differences: Mapping[str, Any]) -> dict:
-    text = (
-        f"at small m (the {SMALL_BUDGETS} smallest budgets) the unlabelled booster has the lowest "
-        "mean excess error, sample splitting the highest and reuse in between"
-    )
-    numbers = {
-        "excess_error": {agent: _named(values) for agent, values in boosters.items()},
-        "paired_differences": differences,
-    }
-    shared = sorted(set.intersection(*(set(values) for values in boosters.values())))
-    if not shared:
-        return claim(1, text, "not run", **numbers)
-    ordered = all(
-        boosters[UNLABELED][m]["mean"] < boosters[REUSE][m]["mean"] < boosters[SPLIT][m]["mean"]
-        for m in shared[:SMALL_BUDGETS]
-    )
-    return claim(1, text, "pass" if ordered else "fail", **numbers)
-
-
-def _meeting_claim(boosters: Mapping[str, Curve], differences: Mapping[str, Any]) -> dict:
-    text = (
-        "the curves meet at large m: at the largest budget the three boosters' mean excess "
-        f"errors lie within {MEET_TOLERANCE:g} of each other"
-    )
-    shared = sorted(set.intersection(*(set(values) for values in boosters.values())))
-    spread = {
-        m: max(values[m]["mean"] for values in boosters.values())
-        - min(values[m]["mean"] for values in boosters.values())
-        for m in shared
-    }
-    numbers = {"spread": _named(spread), "paired_differences": differences}
-    if len(shared) < 2:
-        return claim(2, text, "not run", **numbers)
-    met = spread[shared[-1]] <= MEET_TOLERANCE
-    return claim(2, text, "pass" if met else "fail", **numbers)

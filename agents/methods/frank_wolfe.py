@@ -1,7 +1,7 @@
 """The secant step size for Frank–Wolfe and its baselines, as agents.
 
 Hendrych, Pokutta, Besançon, Martínez-Rubio, "Secant Line Search for Frank-Wolfe Algorithms",
-ICML 2025 (spec methods.md §7).
+ICML 2025 (``docs/methods.md``).
 
 A step rule is a callable ``rule(line) -> γ`` on the line problem of one iteration,
 :class:`omnigym.envs.methods.frank_wolfe.LineSearch`: φ(γ) = f(x − γd) on [0, γ_max], with
@@ -35,8 +35,6 @@ the default, or ``"vanilla"``) and answers the final iterate; on
 search as a fraction of γ_max (the env's ``variant`` decides the algorithm there, and the rule
 starts afresh at iteration 0). The rules are deterministic: the agents' seeds are unused.
 
-:func:`claims` checks the paper's claims on a run of ``scenarios/claims/frank_wolfe.yaml``.
-
 Departures from the paper: the adaptive rule's first estimate is the curvature of φ along the
 first direction, (φ′(ε) − φ′(0))/(ε‖d‖²) with ε = min(10⁻³, γ_max) (FrankWolfe.jl takes the
 gradient difference's norm), and its test allows a rounding slack of 10⁻¹⁴·|φ(0)| so that it
@@ -50,14 +48,12 @@ since φ = +∞ outside the domain fails their test.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from omnigym.envs.methods.frank_wolfe import LineSearch, check_variant
-from omnigym.evaluators.claims import claim
 
 # ---- step rules ------------------------------------------------------------------------------
 
@@ -271,174 +267,3 @@ class ShortStepAgent(StepRuleAgent):
     """``fw-short-step``: the short step with the known smoothness constant L."""
 
     rule = ShortStep
-
-
-# ---- the claims of spec methods.md §7 --------------------------------------------------------
-
-#: "About as many iterations": the secant rule's mean within this factor of golden's.
-SAME_ITERATIONS = 1.5
-#: "Far fewer evaluations": the secant rule's mean f + ∇f evaluations below this fraction of
-#: golden-section search's.
-FEWER_EVALUATIONS = 0.5
-#: "More iterations": the adaptive rule's mean at least this factor above the secant rule's.
-MORE_ITERATIONS = 1.1
-#: The agent labels the checker reads (those of ``scenarios/claims/frank_wolfe.yaml``); vanilla
-#: FW runs carry the suffix.
-SECANT, ADAPTIVE, BACKTRACKING, GOLDEN = "secant", "adaptive", "backtracking", "golden"
-AWAY_RULES = (SECANT, ADAPTIVE, BACKTRACKING, GOLDEN)
-VANILLA_SUFFIX = " (FW)"
-#: The paper's away-step FW results (iterations, f evaluations, ∇f evaluations), for reference.
-PAPER = {
-    "least_squares": {
-        BACKTRACKING: (254, 2646, 255),
-        ADAPTIVE: (342, 745, 343),
-        GOLDEN: (300, 13800, 301),
-        SECANT: (219, 647, 648),
-    },
-    "portfolio": {
-        BACKTRACKING: (545, 5430, 546),
-        ADAPTIVE: (764, 1646, 765),
-        GOLDEN: (288, 13248, 289),
-        SECANT: (335, 2906, 1508),
-    },
-}
-
-
-def _summary(result: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
-    summary = result["metrics"].get(metric)
-    return None if summary is None else {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-
-
-def _gap(result: Mapping[str, Any]) -> str | None:
-    """The mean final gap and its interval in scientific notation (claims.md rounds floats to
-    three decimals, which would print every gap as 0)."""
-    summary = result["metrics"].get("gap")
-    if summary is None:
-        return None
-    low, high = summary["ci95"]
-    return f"{summary['mean']:.2e} [{low:.2e}, {high:.2e}]"
-
-
-def _verdict_status(verdicts: Mapping[str, bool]) -> str:
-    if not verdicts:
-        return "not run"
-    return "pass" if all(verdicts.values()) else "fail"
-
-
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's claims on a run of ``scenarios/claims/frank_wolfe.yaml``.
-
-    Environments are the problem labels (``least_squares``, ...); agents are read by their
-    labels: ``secant``, ``adaptive``, ``backtracking``, ``golden`` (away-step FW) and the same
-    with `` (FW)`` for vanilla FW. Claims 1–3 are checked on every problem where the four
-    away-step rules ran (and answered valid iterates), comparing means over the same
-    instances. Every run of the secant rule must converge (and of golden-section search, for
-    claim 1); a baseline run that hits the iteration cap counts with the iterations and
-    evaluations it spent, a lower bound on what it needs, so it can only strengthen claims 2
-    and 3. Claim 4 (vanilla FW) and claim 5 (the success rates, with the paper's counts) are
-    recorded.
-    """
-    table: dict[str, dict[str, dict[str, Any]]] = {}
-    for result in scorecard["results"]:
-        table.setdefault(result["env_id"], {})[result["agent"]] = {
-            "success_rate": result["success_rate"],
-            "iterations": _summary(result, "iterations"),
-            "evaluations": _summary(result, "evaluations"),
-            "gap": _gap(result),
-        }
-    checked = {
-        env: rows
-        for env, rows in table.items()
-        if all(agent in rows and rows[agent]["iterations"] for agent in AWAY_RULES)
-    }
-
-    def mean(env: str, agent: str, metric: str) -> float:
-        return checked[env][agent][metric]["mean"]
-
-    def converged(env: str, *agents: str) -> bool:
-        return all(checked[env][agent]["success_rate"] == 1.0 for agent in agents)
-
-    same = {
-        env: converged(env, SECANT, GOLDEN)
-        and 1 / SAME_ITERATIONS
-        <= mean(env, SECANT, "iterations") / mean(env, GOLDEN, "iterations")
-        <= SAME_ITERATIONS
-        for env in checked
-    }
-    fewer = {
-        env: converged(env, SECANT)
-        and mean(env, SECANT, "evaluations") <= FEWER_EVALUATIONS * mean(env, GOLDEN, "evaluations")
-        and mean(env, SECANT, "evaluations") < mean(env, BACKTRACKING, "evaluations")
-        for env in checked
-    }
-    more = {
-        env: converged(env, SECANT)
-        and mean(env, ADAPTIVE, "iterations") >= MORE_ITERATIONS * mean(env, SECANT, "iterations")
-        for env in checked
-    }
-
-    def numbers(metric: str, agents: Sequence[str]) -> dict[str, dict[str, Any]]:
-        return {
-            env: {
-                agent: {"success_rate": rows[agent]["success_rate"], **rows[agent][metric]}
-                for agent in agents
-            }
-            for env, rows in checked.items()
-        }
-
-    vanilla = {
-        env: {agent: row for agent, row in rows.items() if agent.endswith(VANILLA_SUFFIX)}
-        for env, rows in table.items()
-        if any(agent.endswith(VANILLA_SUFFIX) for agent in rows)
-    }
-    return {
-        "source": "Hendrych, Pokutta, Besançon, Martínez-Rubio, ICML 2025 (spec methods.md §7)",
-        "claims": [
-            claim(
-                1,
-                "away-step FW: the secant rule needs about as many iterations as golden-section "
-                f"(exact) line search, mean within a factor {SAME_ITERATIONS:g}, on every problem",
-                _verdict_status(same),
-                verdicts=same,
-                iterations=numbers("iterations", (SECANT, GOLDEN)),
-            ),
-            claim(
-                2,
-                "away-step FW: the secant rule needs far fewer f + ∇f evaluations than "
-                f"golden-section search (at most {FEWER_EVALUATIONS:g}×) and fewer than "
-                "backtracking, on every problem",
-                _verdict_status(fewer),
-                verdicts=fewer,
-                evaluations=numbers("evaluations", (SECANT, GOLDEN, BACKTRACKING)),
-            ),
-            claim(
-                3,
-                "away-step FW: the adaptive rule needs more iterations than the secant rule "
-                f"(mean at least {MORE_ITERATIONS:g}×) on every problem",
-                _verdict_status(more),
-                verdicts=more,
-                iterations=numbers("iterations", (SECANT, ADAPTIVE)),
-            ),
-            claim(
-                4,
-                "vanilla FW zig-zags: the gaps, iterations and evaluations each rule reaches "
-                "within the iteration cap (the paper: there the open-loop rule often wins, hence "
-                "away steps)",
-                "recorded" if vanilla else "not run",
-                vanilla=vanilla,
-            ),
-            claim(
-                5,
-                "the share of runs reaching gap ≤ 1e-6, per problem and rule (D-optimal design "
-                "needs the domain oracle; rules that test decrease on f alone can stall there "
-                "once the decrease falls below f's rounding); the paper's away-step counts "
-                "(iterations, f, ∇f) for reference",
-                "recorded",
-                success_rates={
-                    env: {agent: row["success_rate"] for agent, row in rows.items()}
-                    for env, rows in table.items()
-                },
-                paper=PAPER,
-            ),
-        ],
-    }

@@ -1,7 +1,7 @@
 """LoRT, D-LoRT and their baselines on ``Methods/TensorTransfer-v0``.
 
 Wang, Qiu, Jin, Zhou, Zhao, "Low-Rank Tensor Transitions (LoRT) for Transferable Tensor
-Regression", ICML 2025 (spec methods.md §2). Every estimator here solves least squares plus
+Regression", ICML 2025 (``docs/methods.md``). Every estimator here solves least squares plus
 tensor-nuclear-norm (TNN) penalties by proximal gradient; the module reads top to bottom:
 
 1. **t-SVD algebra.** TNN(W) = (1/d3) Σ_j ‖Ŵ_j‖_* over the frontal slices Ŵ_j of the FFT of W
@@ -24,10 +24,10 @@ tensor-nuclear-norm (TNN) penalties by proximal gradient; the module reads top t
    target's residuals y_0 − A_0(Ŵ_0), penalised at the target's own scale; LoRT returns
    Ŵ_0 + Δ̂.
 
-λ is never tuned on the truth. A variable whose loss gradient collects the blocks B, with the
-loss scaled by 1/N, gets λ = ``penalty``·σ·√((d1 + d2)·d3)·‖A_B‖_F / (√(d1 d2 d3)·N): for a unit
-Gaussian design that is ``penalty``·σ·√((d1 + d2)·d3 / N), the spec's scaling, and it gives
-TransFusion's weights λ_k = λ_0·√(n_k / N), adapting to covariate shift through ‖A_k‖_F. The
+λ is never tuned on the truth. A variable whose loss gradient collects the blocks B, with the loss
+scaled by 1/N, gets λ = ``penalty``·σ·√((d1 + d2)·d3)·‖A_B‖_F / (√(d1 d2 d3)·N): for a unit Gaussian
+design that is ``penalty``·σ·√((d1 + d2)·d3 / N), the usual noise scaling of a TNN penalty, and it
+gives TransFusion's weights λ_k = λ_0·√(n_k / N), adapting to covariate shift through ‖A_k‖_F. The
 default ``penalty`` is one constant for every task, shift and size.
 
 Agents (``act`` returns the estimate and what it cost):
@@ -51,24 +51,18 @@ estimators built on debiased local fits, Lee, Sun, Liu and Taylor, JMLR 2017) an
 subspace stand-in loss are our reading of "each source sends a local low-tubal-rank estimate":
 a plain TNN estimate under a full quadratic stand-in was much worse (its shrinkage and its zeros
 outside the estimated subspaces are taken as data). FISTA runs at most 150 iterations per solve
-(the spec's budget), stopping earlier once it settles.
-
-:func:`claims` checks the paper's claims on a run of ``scenarios/claims/lort.yaml``.
+(our time budget: at most 15 s a configuration), stopping earlier once it settles.
 """
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from omnigym.envs.methods.tensor_transfer import t_product
-from omnigym.evaluators.claims import claim
-from omnigym.evaluators.stats import summarize
+from omnigym.envs.methods.lort import t_product
 
 # ---- t-SVD algebra ---------------------------------------------------------------------------
 
@@ -437,199 +431,3 @@ class DLoRTAgent(_Estimator):
         refined = refine(problem.target, fused.estimate, problem.noise, self.settings)
         iterations += fused.iterations + refined.iterations
         return refined.estimate, iterations, floats
-
-
-# ---- claims ----------------------------------------------------------------------------------
-
-#: Env labels of the claims scenario: "<task> s=<shift>".
-ENV_LABEL = re.compile(r"^(?P<task>sensing|completion) s=(?P<shift>\d+(?:\.\d+)?)$")
-#: The claims are checked on this task; the other task's numbers are recorded.
-CHECKED_TASK = "sensing"
-FAILS = 0.8  # target-only "fails": relative error at least this
-SMALL_SHIFT = 0.5  # shifts up to this are small: LoRT tracks pooling within TRACKS there
-LARGE_SHIFT = 1.0  # shifts from this on are moderate or large: LoRT beats pooling there
-TRACKS = 0.05
-CLOSE = 0.05  # D-LoRT's mean error within this of LoRT's
-FEW_FLOATS = 0.1  # D-LoRT sends at most this fraction of LoRT's floats
-
-Draws = dict[tuple[int, int], dict[str, float]]  # (seed, episode) -> metrics
-Sweep = dict[float, dict[str, Draws]]  # shift -> agent -> draws
-
-
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's claims (spec methods.md §2, issue 7) on a run of ``scenarios/claims/lort.yaml``.
-
-    Environments are read from their labels (``"<task> s=<shift>"``) and agents by their
-    registry names; the numbers come from ``records`` (the scorecard holds the same means).
-    Comparisons of two agents are paired: the same draws (episode seeds), the difference of
-    relative errors per draw, its mean and 95% bootstrap CI stratified by run seed. Claims 1–6
-    are checked on the sensing task; the completion task, when run, is recorded (claim 7).
-    """
-    tasks: dict[str, Sweep] = defaultdict(lambda: defaultdict(dict))
-    for record in records:
-        match = ENV_LABEL.match(str(record["env_id"]))
-        if match is None or "relative_error" not in record["metrics"]:
-            continue
-        draws = tasks[match["task"]][float(match["shift"])].setdefault(record["agent"], {})
-        draws[(int(record["seed"]), int(record["episode"]))] = record["metrics"]
-    sweep = tasks.get(CHECKED_TASK, {})
-    recorded = {
-        task: {_name(shift): _errors(by_agent) for shift, by_agent in sorted(other.items())}
-        for task, other in sorted(tasks.items())
-        if task != CHECKED_TASK
-    }
-    return {
-        "source": "Wang et al., ICML 2025 (spec methods.md §2, grade A-)",
-        "claims": [
-            _target_only_fails(sweep),
-            _beats_at_every_shift(
-                2, "LoRT beats target-only at every shift", sweep, "lort", "target-only"
-            ),
-            _pooling_best_then_degrades(sweep),
-            _tracks_then_beats_pooling(sweep),
-            _beats_at_every_shift(
-                5,
-                "the refinement helps (the target departs from the shared component): LoRT "
-                "beats its fusion step alone at every shift",
-                sweep,
-                "lort",
-                "lort-fusion-only",
-            ),
-            _distributed_stays_close(sweep),
-            claim(
-                7,
-                "the completion task's relative errors (recorded, not asserted)",
-                "recorded" if recorded else "not run",
-                **recorded,
-            ),
-        ],
-    }
-
-
-def _name(shift: float) -> str:
-    return f"s={shift:g}"
-
-
-def _summary(values: Sequence[float], draws: Sequence[tuple[int, int]]) -> dict[str, Any]:
-    """Mean and 95% CI (stratified by run seed) of one value per draw."""
-    summary = summarize(np.asarray(values), strata=np.asarray([seed for seed, _ in draws]))
-    return {"mean": summary["mean"], "ci95": summary["ci95"]}
-
-
-def _errors(by_agent: Mapping[str, Draws], metric: str = "relative_error") -> dict[str, Any]:
-    return {
-        agent: _summary([m[metric] for m in draws.values()], list(draws))
-        for agent, draws in sorted(by_agent.items())
-    }
-
-
-def _gap(worse: Draws, better: Draws) -> dict[str, Any]:
-    """error(worse) − error(better) over the draws both played."""
-    draws = sorted(set(worse) & set(better))
-    return _summary(
-        [worse[d]["relative_error"] - better[d]["relative_error"] for d in draws], draws
-    )
-
-
-def _gaps(sweep: Sweep, worse: str, better: str) -> dict[float, dict[str, Any]]:
-    return {
-        shift: _gap(by_agent[worse], by_agent[better])
-        for shift, by_agent in sorted(sweep.items())
-        if worse in by_agent and better in by_agent
-    }
-
-
-def _target_only_fails(sweep: Sweep) -> dict[str, Any]:
-    text = f"target-only fails: relative error ≥ {FAILS} at every shift (paper ≈ 0.85–0.9)"
-    found = {
-        _name(shift): _errors({"target-only": by_agent["target-only"]})["target-only"]
-        for shift, by_agent in sorted(sweep.items())
-        if "target-only" in by_agent
-    }
-    if not found:
-        return claim(1, text, "not run")
-    fails = all(summary["mean"] >= FAILS for summary in found.values())
-    return claim(1, text, "pass" if fails else "fail", target_only=found)
-
-
-def _beats_at_every_shift(
-    number: int, text: str, sweep: Sweep, better: str, worse: str
-) -> dict[str, Any]:
-    text += f" (paired gap {worse} − {better}, CI above 0)"
-    gaps = _gaps(sweep, worse, better)
-    if not gaps:
-        return claim(number, text, "not run")
-    status = "pass" if all(gap["ci95"][0] > 0 for gap in gaps.values()) else "fail"
-    return claim(number, text, status, gap={_name(shift): gap for shift, gap in gaps.items()})
-
-
-def _pooling_best_then_degrades(sweep: Sweep) -> dict[str, Any]:
-    text = (
-        "pooling is best at s = 0 (lowest mean error of all agents) and degrades as s grows "
-        "(paired gap between its errors at the largest shift and at s = 0, CI above 0)"
-    )
-    shifts = sorted(shift for shift, by_agent in sweep.items() if "pooled" in by_agent)
-    if len(shifts) < 2 or shifts[0] != 0:
-        return claim(3, text, "not run")
-    at_zero = _errors(sweep[0.0])
-    best = min(at_zero, key=lambda agent: at_zero[agent]["mean"])
-    growth = _gap(sweep[shifts[-1]]["pooled"], sweep[0.0]["pooled"])
-    return claim(
-        3,
-        text,
-        "pass" if best == "pooled" and growth["ci95"][0] > 0 else "fail",
-        errors_at_s0=at_zero,
-        pooled={_name(shift): _errors({"p": sweep[shift]["pooled"]})["p"] for shift in shifts},
-        growth=growth,
-    )
-
-
-def _tracks_then_beats_pooling(sweep: Sweep) -> dict[str, Any]:
-    text = (
-        f"LoRT tracks pooling at small shift (s ≤ {SMALL_SHIFT}: mean errors within {TRACKS}) "
-        f"and beats it once the shift is moderate or large (s ≥ {LARGE_SHIFT}: paired gap, CI "
-        "above 0); paper ≈ 0.29 vs 0.45 at s = 2, 12 × 12 × 4"
-    )
-    gaps = _gaps(sweep, "pooled", "lort")
-    small = [gap for shift, gap in gaps.items() if shift <= SMALL_SHIFT]
-    large = [gap for shift, gap in gaps.items() if shift >= LARGE_SHIFT]
-    if not small or not large:
-        return claim(4, text, "not run")
-    tracks = all(abs(gap["mean"]) <= TRACKS for gap in small)
-    beats = all(gap["ci95"][0] > 0 for gap in large)
-    return claim(
-        4,
-        text,
-        "pass" if tracks and beats else "fail",
-        errors={
-            _name(shift): _errors({a: sweep[shift][a] for a in ("lort", "pooled")})
-            for shift in gaps
-        },
-        pooled_minus_lort={_name(shift): gap for shift, gap in gaps.items()},
-    )
-
-
-def _distributed_stays_close(sweep: Sweep) -> dict[str, Any]:
-    text = (
-        f"D-LoRT stays close to LoRT (mean error within {CLOSE} at every shift) while "
-        f"communicating far fewer floats (at most {FEW_FLOATS:.0%} of LoRT's)"
-    )
-    gaps = _gaps(sweep, "d-lort", "lort")
-    if not gaps:
-        return claim(6, text, "not run")
-    floats = {
-        shift: _errors({a: sweep[shift][a] for a in ("lort", "d-lort")}, "communicated_floats")
-        for shift in gaps
-    }
-    close = all(gap["mean"] <= CLOSE for gap in gaps.values())
-    few = all(f["d-lort"]["mean"] <= FEW_FLOATS * f["lort"]["mean"] for f in floats.values())
-    return claim(
-        6,
-        text,
-        "pass" if close and few else "fail",
-        d_lort_minus_lort={_name(shift): gap for shift, gap in gaps.items()},
-        communicated_floats={
-            _name(shift): {agent: s["mean"] for agent, s in pair.items()}
-            for shift, pair in floats.items()
-        },
-    )

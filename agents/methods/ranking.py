@@ -1,7 +1,7 @@
 """Loss aggregation, label aggregation and their references on ``Methods/MultiLabelRanking-v0``.
 
 Lukasik, Chen, Narasimhan, Menon, Jitkrittum, Yu, Reddi, Fu, Bateni, Kumar, "Bipartite Ranking
-From Multiple Labels: On Loss Versus Label Aggregation", ICML 2025 (spec methods.md §5).
+From Multiple Labels: On Loss Versus Label Aggregation", ICML 2025 (``docs/methods.md``).
 
 Every agent answers one score per test point of the observation (``test_features``), having
 seen the labelled training set (``train_features``, ``train_labels``):
@@ -17,22 +17,19 @@ seen the labelled training set (``train_features``, ``train_labels``):
   references, not methods**. They read the generator's known parameters (``pi1``,
   ``sharpness``) from the environment they are built for and score with the true η of
   :func:`omnigym.envs.methods.ranking.conditional_probabilities` (and the exact prevalences of
-  :func:`~omnigym.envs.methods.ranking.prevalences`), which is what the spec defines them as:
-  the Bayes-optimal scorers the learners estimate. They never see the test labels.
-
-:func:`claims` checks the paper's claim on a run of ``scenarios/claims/ranking.yaml``.
+  :func:`~omnigym.envs.methods.ranking.prevalences`): they are the Bayes-optimal scorers the
+  learners estimate. They never see the test labels.
 
 Departures from the paper: loss aggregation is learned by its plug-in Bayes-optimal form (one
 classifier per label, reweighted by the estimated prevalences) rather than by minimising the
-weighted sum of per-label pairwise surrogate losses; both have the same population optimum and
-the plug-in form is what the spec prescribes. The gradient-boosted models are scikit-learn's
-histogram GBDT with its defaults and early stopping on a 10% validation split; the paper's model
-class and tuning are not reproduced.
+weighted sum of per-label pairwise surrogate losses; both have the same population optimum and the
+plug-in form shows the prevalence weights the claim is about. The gradient-boosted models are
+scikit-learn's histogram GBDT with its defaults and early stopping on a 10% validation split; the
+paper's model class and tuning are not reproduced.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +39,6 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from threadpoolctl import threadpool_limits
 
 from omnigym.envs.methods.ranking import conditional_probabilities, prevalences
-from omnigym.evaluators.claims import claim
 
 
 def loss_aggregation_weights(
@@ -215,129 +211,3 @@ class BayesLabelAggregationReference(_BayesReference):
 
     def _coefficients(self) -> np.ndarray:
         return np.ones(2)
-
-
-# ---- the claims of spec methods.md §5 ---------------------------------------------------------
-
-#: The sharpness of an env label without ``s=...``: the registered default.
-DEFAULT_SHARPNESS = 40.0
-BALANCE = 0.15  # "within 0.5 ± 0.15": balanced mixed pairs
-DICTATED = 0.9  # a mixed-pair preference this high: label 1 decides the mixed pairs
-LOSS, LABEL = "loss-aggregation", "label-aggregation"
-REFERENCES = ("bayes-loss-aggregation-reference", "bayes-label-aggregation-reference")
-_KNOB = re.compile(r"\b(pi1|s)=([0-9.eE+-]+)")
-
-#: One metric of one agent over a π₁ sweep: π₁ -> {"mean", "ci95"}.
-Sweep = dict[float, dict[str, Any]]
-
-
-def _knobs(env_label: str) -> tuple[float, float] | None:
-    """(pi1, sharpness) named by an env label such as ``"pi1=0.05"`` or ``"s=8 pi1=0.05"``."""
-    knobs = {name: float(value) for name, value in _KNOB.findall(env_label)}
-    if "pi1" not in knobs:
-        return None
-    return knobs["pi1"], knobs.get("s", DEFAULT_SHARPNESS)
-
-
-def _named(sweep: Sweep) -> dict[str, dict[str, Any]]:
-    """``sweep`` keyed ``"pi1=<value>"`` for claims.json."""
-    return {f"pi1={pi1:g}": summary for pi1, summary in sweep.items()}
-
-
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's claims on a run of ``scenarios/claims/ranking.yaml`` (``records`` unused:
-    the scorecard's per-metric means and 95% CIs are what the claims are about).
-
-    Environments are read from their labels (``pi1=<value>``, optionally ``s=<value>``; the
-    sharpness defaults to 40) and agents by their registry names. Claims 1–3 are checked on the
-    sharpness-40 sweep; claim 4 (the learners beside their Bayes references, and the s = 8
-    sweep when run) is recorded.
-    """
-    results = {(r["env_id"], r["agent"]): r for r in scorecard["results"]}
-    envs: dict[float, dict[float, str]] = {}  # sharpness -> pi1 -> env label
-    for env_label in scorecard["envs"]:
-        knobs = _knobs(env_label)
-        if knobs is not None:
-            envs.setdefault(knobs[1], {})[knobs[0]] = env_label
-
-    def sweep(sharpness: float, agent: str, metric: str) -> Sweep:
-        found = {}
-        for pi1, env_label in sorted(envs.get(sharpness, {}).items()):
-            result = results.get((env_label, agent))
-            summary = None if result is None else result["metrics"].get(metric)
-            if summary is not None:
-                found[pi1] = {"mean": summary["mean"], "ci95": list(summary["ci95"])}
-        return found
-
-    sharp = DEFAULT_SHARPNESS
-    recorded = {
-        f"s={s:g}": {
-            agent: _named(sweep(s, agent, "mixed_pair_preference"))
-            for agent in (LOSS, LABEL, *REFERENCES)
-        }
-        for s in sorted(envs)
-    }
-    return {
-        "source": "Lukasik et al., ICML 2025 (spec methods.md §5, grade A)",
-        "claims": [
-            _dictatorship_claim(sweep(sharp, LOSS, "mixed_pair_preference")),
-            _balance_claim(sweep(sharp, LABEL, "mixed_pair_preference")),
-            _trade_off_claim(
-                {agent: sweep(sharp, agent, "auc_1") for agent in (LOSS, LABEL)},
-                {agent: sweep(sharp, agent, "auc_2") for agent in (LOSS, LABEL)},
-            ),
-            claim(
-                4,
-                "the learners' mixed-pair preferences beside their Bayes-optimal references; "
-                "the s = 8 sweep (noisy labels) when run",
-                "recorded",
-                **recorded,
-            ),
-        ],
-    }
-
-
-def _dictatorship_claim(loss: Sweep) -> dict[str, Any]:
-    text = (
-        "as π₁ falls, loss aggregation's mixed-pair preference rises from ≈ 0.5 (within "
-        f"0.5 ± {BALANCE} at π₁ = 0.5) to ≥ {DICTATED} at every π₁ ≤ 0.2: label 1 dictates the "
-        "mixed pairs (paper ≈ 0.50, 0.96, 0.97, 0.99 at π₁ = 0.5, 0.2, 0.05, 0.01)"
-    )
-    rare = [summary["mean"] for pi1, summary in loss.items() if pi1 <= 0.2]
-    if 0.5 not in loss or not rare:
-        return claim(1, text, "not run", preference=_named(loss))
-    balanced = abs(loss[0.5]["mean"] - 0.5) <= BALANCE
-    dictated = min(rare) >= DICTATED
-    return claim(1, text, "pass" if balanced and dictated else "fail", preference=_named(loss))
-
-
-def _balance_claim(label: Sweep) -> dict[str, Any]:
-    text = (
-        f"label aggregation's mixed-pair preference stays within 0.5 ± {BALANCE} at every π₁ ≥ 0.05"
-    )
-    checked = [summary["mean"] for pi1, summary in label.items() if pi1 >= 0.05]
-    if not checked:
-        return claim(2, text, "not run", preference=_named(label))
-    balanced = all(abs(mean - 0.5) <= BALANCE for mean in checked)
-    return claim(2, text, "pass" if balanced else "fail", preference=_named(label))
-
-
-def _trade_off_claim(auc_1: Mapping[str, Sweep], auc_2: Mapping[str, Sweep]) -> dict[str, Any]:
-    text = (
-        "not a higher AUC but a trade: at every π₁ < 0.5 loss aggregation has the higher AUC₁ "
-        "and label aggregation the higher AUC₂"
-    )
-    numbers = {
-        "auc_1": {agent: _named(values) for agent, values in auc_1.items()},
-        "auc_2": {agent: _named(values) for agent, values in auc_2.items()},
-    }
-    shared = set(auc_1[LOSS]) & set(auc_1[LABEL]) & set(auc_2[LOSS]) & set(auc_2[LABEL])
-    checked = sorted(pi1 for pi1 in shared if pi1 < 0.5)
-    if not checked:
-        return claim(3, text, "not run", **numbers)
-    traded = all(
-        auc_1[LOSS][pi1]["mean"] > auc_1[LABEL][pi1]["mean"]
-        and auc_2[LABEL][pi1]["mean"] > auc_2[LOSS][pi1]["mean"]
-        for pi1 in checked
-    )
-    return claim(3, text, "pass" if traded else "fail", **numbers)

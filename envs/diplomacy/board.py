@@ -1,7 +1,8 @@
-"""Board tensors, the text view and sum-of-squares scoring of spec diplomacy.md §3.4–§3.5.
+"""Board tensors, the text view and sum-of-squares scoring of the Diplomacy env
+(``docs/diplomacy.md``).
 
 The board tensor follows the per-location encoding of DipNet (Paquette et al., "No-Press
-Diplomacy: Modeling Multi-Agent Gameplay", NeurIPS 2019) as the spec lays it out: one row per map
+Diplomacy: Modeling Multi-Agent Gameplay", NeurIPS 2019), laid out as follows: one row per map
 location (coasts included, sorted by name), 38 columns:
 
 ======== =============================================================================

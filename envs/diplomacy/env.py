@@ -1,6 +1,6 @@
 """No-press Diplomacy as a PettingZoo ``ParallelEnv`` over the real ``diplomacy`` engine.
 
-Follows spec diplomacy.md §2–§3: the adjudicator is the DATC-compliant engine of the
+Follows ``docs/diplomacy.md``: the adjudicator is the DATC-compliant engine of the
 ``diplomacy`` package (MILA; Paquette et al., NeurIPS 2019; AGPL-3.0, the optional extra
 ``omnigym[diplomacy]``, imported when an environment is made, never vendored), wrapped as the
 DipLLM paper plays it (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
@@ -18,7 +18,7 @@ observation     ``Dict(board Box(0, 1, (n_locations, 38)), phase Box(0, 1, (5,))
 
 Where this wrapper departs from the bare engine, and why:
 
-- Invalid orders are never silent (spec §3.3). The engine drops an invalid order without a word
+- Invalid orders are never silent. The engine drops an invalid order without a word
   under its default rule ``IGNORE_ERRORS``; here every invalid order is dropped *by the env*,
   listed in ``infos[power]["invalid_orders"]`` with a reason and counted; after ``set_orders``
   the orders the engine recorded are compared with those passed and any further drop is reported
@@ -36,7 +36,7 @@ Where this wrapper departs from the bare engine, and why:
 - Actions for powers that already left the game are ignored and counted (``ignored_actions`` in
   the final metrics); names that are no power of the map raise ``ValueError``.
 - Power ``centres/units/builds`` in ``own`` and the ``sc_delta`` shaping are divided by the
-  map's number of supply centres (34 on the standard map, as the spec's "/ 34").
+  map's number of supply centres (34 on the standard map).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ _PHASE_NAME = re.compile(r"[A-Z]\d{3,4}[A-Z]")
 
 
 def load_engine(env_id: str) -> Any:
-    """The ``diplomacy`` package, or the spec's ``ImportError`` when the extra is missing."""
+    """The ``diplomacy`` package, or an ``ImportError`` naming the extra when it is missing."""
     try:
         import diplomacy
         import diplomacy.utils.exceptions

@@ -1,5 +1,5 @@
 """Legal order lists of a Diplomacy phase, action <-> order conversion, and the invalid-order
-checks of spec diplomacy.md §3.2–§3.3.
+checks of the Diplomacy env (``docs/diplomacy.md``).
 
 The legal orders are the ``diplomacy`` engine's own (``Game.get_all_possible_orders``, MILA;
 Paquette et al., NeurIPS 2019), sorted lexicographically per location; the order of a power's
@@ -15,7 +15,7 @@ Agents use the two public helpers, which read only a power's ``info``:
 
 The env validates actions with :meth:`PhaseOrders.read_index_action` and
 :meth:`PhaseOrders.read_order_strings`. Both drop, and report as ``{"order", "reason"}``, every
-order the spec calls invalid: a non-zero value on a row past the orderable locations or past the
+order that is invalid: a non-zero value on a row past the orderable locations or past the
 legal list (a masked-out value), an order string not in its location's legal list, an order for
 a location the power cannot order, a second order for one location and an unparseable string.
 An index entry that picks no order is reported with ``order`` reading ``"row d = v"``.

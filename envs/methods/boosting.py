@@ -1,8 +1,8 @@
 """Agnostic boosting with few labels and many unlabelled points, as a task.
 
-Ghai, Singh, "Sample-Optimal Agnostic Boosting with Unlabeled Data", ICML 2025 (spec
-methods.md §11). The boosters (the paper's, the labelled-only ones it improves on, AdaBoost and
-gradient boosting) are the agents of :mod:`omnigym.agents.methods.boosting`.
+Ghai, Singh, "Sample-Optimal Agnostic Boosting with Unlabeled Data", ICML 2025
+(``docs/methods.md``). The boosters (the paper's, the labelled-only ones it improves on, AdaBoost
+and gradient boosting) are the agents of :mod:`omnigym.agents.methods.boosting`.
 
 Each instance is an agnostic binary classification problem in R¹⁰ whose best-in-class rule is
 known:
@@ -19,7 +19,8 @@ known:
   p(x) ≤ 0.45 < ½ everywhere, so r is the Bayes-optimal classifier: no rule of any class errs
   less in expectation, and r is the best-in-class rule whatever class a booster searches;
 - an unlabelled pool from the marginal N(``shift``·1, I₁₀): ``shift`` = 0 is the labelled
-  marginal, ``shift`` = 0.3 moves every coordinate's mean by 0.3 (the spec's mismatch).
+  marginal, ``shift`` = 0.3 moves every coordinate's mean by 0.3 (the mismatch the claims scenario
+  runs).
 
 A method sees the ``m`` labelled points, the unlabelled pool and the test features, and answers
 one value in [−1, 1] per test point: its sign is the predicted label (a zero is a coin flip,
@@ -31,9 +32,9 @@ for one seed the rule, the pool and the test set do not depend on ``m``, and ``s
 pool without changing anything else: instances at different budgets or shifts are paired.
 
 Departures from the paper: the paper's analysis is distribution-free and its experiments use
-benchmark data sets; this generator is ours, built from the spec so that the best-in-class error is
-known exactly (the Bayes error is ≈ 0.25 at every draw). The paper's mismatch result bounds the
-cost of a labelled/unlabelled marginal mismatch in general; here the mismatch is one mean shift.
+benchmark data sets; this generator is ours, built so that the best-in-class error is known exactly
+(the Bayes error is ≈ 0.25 at every draw). The paper's mismatch result bounds the cost of a
+labelled/unlabelled marginal mismatch in general; here the mismatch is one mean shift.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from .core import MethodEnv
 N_FEATURES = 10
 #: (unlabelled pool, test points) per size.
 SAMPLES = {"small": (4_000, 4_000), "paper": (20_000, 20_000)}
-#: The labelled budgets of the spec's sweep (``m`` may be any positive integer up to
+#: The labelled budgets of the claims scenario's sweep (``m`` may be any positive integer up to
 #: :data:`MAX_LABELLED`).
 BUDGETS = (100, 200, 400, 800, 1600)
 MAX_LABELLED = 100_000
@@ -214,7 +215,7 @@ class AgnosticBoosting(MethodEnv):
 
     ## Arguments
 
-    ``m`` (the labelled budget, an integer in [1, 100000]; default 100; the spec's sweep is
+    ``m`` (the labelled budget, an integer in [1, 100000]; default 100; the claims scenario sweeps
     :data:`BUDGETS`), ``shift`` (the unlabelled marginal's mean shift per coordinate, in [−5, 5];
     default 0), ``rule`` (``"halfspace"`` or ``"tree"``; default ``"halfspace"``) and ``size``
     (``"small"`` or ``"paper"``).

@@ -1,4 +1,4 @@
-"""What every ``Methods/`` task environment shares (spec methods.md §1, DESIGN §4).
+"""What every ``Methods/`` task environment shares (``docs/methods.md``).
 
 A non-RL paper becomes a task environment: ``reset(seed)`` draws one problem instance from the
 paper's data generator and returns it as a ``Dict`` observation (objects no space describes go
@@ -13,7 +13,7 @@ metric is in ``info["metrics"]``. One step ends the episode unless the subclass 
   ``ValueError`` naming the space, the expected and the received shape; **non-finite** values
   (NaN, ±inf) are a legal but failed answer: the episode is scored ``invalid_reward`` with
   ``info["invalid_action"] = True`` and ``metrics["invalid"] = 1`` — never an exception from deep
-  inside NumPy (issue 7). A subclass may flag further rule breaks (over a budget) the same way by
+  inside NumPy. A subclass may flag further rule breaks (over a budget) the same way by
   returning ``None`` from ``score``;
 - ``info`` on every step has ``invalid_action``; the final step has ``metrics`` and ``success``
   (when the subclass defines it).

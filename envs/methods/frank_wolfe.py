@@ -1,7 +1,7 @@
 """Step-size rules for Frank–Wolfe, as a task: how few oracle calls reach a 1e-6 gap?
 
 Hendrych, Pokutta, Besançon, Martínez-Rubio, "Secant Line Search for Frank-Wolfe Algorithms",
-ICML 2025 (spec methods.md §7).
+ICML 2025 (``docs/methods.md``).
 
 An instance is one of the paper's problem kinds, min f(x) over a polytope P:
 
@@ -51,11 +51,11 @@ it never reads the env's ``instance``. The multi-step observation's f(x) is the 
 (uncounted) evaluation, a feature; the rules here buy φ(0) through the line search, so both
 forms count the same run alike.
 
-Departures from the paper: the instances come from seeded generators written here at the
-spec's sizes (the portfolio's synthetic returns are tuned so that the log-optimal portfolio
-spreads over some 30 assets, as real ones do); f is averaged over rows, so that the absolute
-1e-6 gap means the same at every size; the iteration cap is 5000 (1000 at ``size="small"``,
-where the problems are 3–5 times smaller); ``iterations`` counts LMO calls, one more than the
+Departures from the paper: the instances come from seeded generators written here, at the sizes of
+:data:`SHAPES` (the portfolio's synthetic returns are tuned so that the log-optimal portfolio
+spreads over some 30 assets, as real ones do); f is averaged over rows, so that the absolute 1e-6
+gap means the same at every size; the iteration cap is 5000 (1000 at ``size="small"``, where the
+problems are 3–5 times smaller); ``iterations`` counts LMO calls, one more than the
 steps of a converged run; ``wall_time`` is not a metric (the evaluator records each episode's
 wall time, and a timed metric would break the determinism every env must keep); FrankWolfe.jl,
 the paper's code, re-evaluates f(x) inside each line search where this driver reuses a value it

@@ -1,7 +1,7 @@
 """Bipartite ranking from two binary labels: loss versus label aggregation, as a task.
 
 Lukasik, Chen, Narasimhan, Menon, Jitkrittum, Yu, Reddi, Fu, Bateni, Kumar, "Bipartite Ranking
-From Multiple Labels: On Loss Versus Label Aggregation", ICML 2025 (spec methods.md §5).
+From Multiple Labels: On Loss Versus Label Aggregation", ICML 2025 (``docs/methods.md``).
 
 Each instance is the paper's synthetic two-label problem: features x ∼ N(0, I₄), two labels
 drawn independently given x with
@@ -16,7 +16,7 @@ The score is read three ways (the paper's quantities):
 
 - ``auc_1``, ``auc_2``: the AUC of the scores against each hidden test label (exact ties ½);
 - ``mixed_pair_preference``: P[f(x) > f(x′) | (Y₁, Y₂) = (1, 0), (Y₁′, Y₂′) = (0, 1)] over all
-  such test pairs, a pair whose scores differ by at most 0.05·std(f) counting ½ (the spec's
+  such test pairs, a pair whose scores differ by at most 0.05·std(f) counting ½ (our
   tie-aware form: a ranker that treats the two kinds of mixed example alike scores ½, one that
   puts every label-1-only example above every label-2-only example scores 1);
 - ``mixed_pair_ties``: the fraction of those pairs that are ties.
@@ -30,11 +30,11 @@ this generator's known η and π, public so that the *reference* agents
 (``omnigym.agents.methods.ranking``) can build the Bayes-optimal scorers; learning agents use
 only the observation.
 
-Departures from the paper: the sizes are the spec's (20k training and 50k test points at
+Departures from the paper: the sizes are ours (20k training and 50k test points at
 ``size="paper"``, 2k and 5k at ``size="small"``), and the mixed-pair preference counts
 near-ties (|Δf| ≤ 0.05·std f) as ½ where the paper reads the ordering off its Bayes-optimal
 scorers: a learned scorer never ties exactly, and without a tolerance the estimation noise of a
-balanced ranker would hide its ties. The tolerance is the spec's.
+balanced ranker would hide its ties. The tolerance is ours, not the paper's.
 """
 
 from __future__ import annotations

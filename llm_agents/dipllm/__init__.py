@@ -1,5 +1,5 @@
 """DipLLM-lite: a small transformer that orders one unit at a time, trained toward an
-equilibrium policy by Q-weighted fine-tuning (spec diplomacy.md §5).
+equilibrium policy by Q-weighted fine-tuning (``docs/diplomacy.md``).
 
 Follows DipLLM (Xu, Chai, Li, Fu, Zhu, Zhao, "DipLLM: Fine-Tuning LLM for Strategic
 Decision-making in Diplomacy", ICML 2025; arXiv 2506.09655), which publishes no code. Its two
@@ -21,7 +21,7 @@ ideas are reproduced at a small scale:
 Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm data|q|train``):
 
 - ``data`` (:mod:`.data`): seeded games of a mix of the reference bots
-  (:mod:`omnigym.agents.diplomacy_bots`) capped at a year, one gzipped JSON line per phase.
+  (:mod:`omnigym.agents.diplomacy.bots`) capped at a year, one gzipped JSON line per phase.
 - ``q`` (:mod:`.q`): unit-level Q of a (state, earlier orders, candidate order) triple by
   rollouts of the bots from the saved phase, for the behaviour's order and the ``top_k`` most
   likely orders of the current policy (a trained factorised checkpoint; without one, ``top_k``
@@ -31,7 +31,7 @@ Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm dat
   fine-tuning on the decisions that have a Q group (the rest of their turn only conditions
   them); ``--init`` starts from a BC checkpoint and skips the first stage when ``--updates 0``.
 
-**Ablations** (spec §5.2): AF + EW (factorised head, BC then equilibrium fine-tuning), AF + BC
+**Ablations** (as DipLLM's): AF + EW (factorised head, BC then equilibrium fine-tuning), AF + BC
 (factorised, BC only: DipLLM's "AF only" row), joint + EW and joint + BC. Heads
 (:mod:`.losses`):
 
@@ -46,16 +46,17 @@ Pipeline (each step is also a command, ``python -m omnigym.llm_agents.dipllm dat
 **Model** (:mod:`.model`): a 1 M-parameter decoder-only transformer over word tokens
 (:mod:`.text`) with an order encoder.
 
-Departures from the paper, and why: a 1 M-parameter model trained from scratch on the CPU
-instead of Llama-3-8B with LoRA (the spec's budget), so BC on the bots' games plays the part of
-the pretrained model; data from the scripted bots instead of DipNet (no weights offline); Q from
-the bots' rollouts with the behaviour bot as the rollout policy (the spec's "round 1"; no further
-rounds); Q only for movement-phase decisions (nearly all decisions) and, within the spec's time
-budget, only for a seeded sample of ``groups`` of them, which is why the weights enter through a
-fine-tuning stage on those decisions rather than as a reweighting of the whole data set (where
-they would touch about 0.1 % of the decisions); adjustment-phase locations may also choose
-``<none>`` (the env's "no order", index 0: waive, or leave a site unused), and once the due
-builds or removals are ordered only ``<none>`` is left, so the agent never over-orders.
+Departures from the paper, and why: a 1 M-parameter model trained from scratch on the CPU instead
+of Llama-3-8B with LoRA (to fit a few CPU hours), so BC on the bots' games plays the part of the
+pretrained model; data from the scripted bots instead of DipNet (no weights offline); Q from the
+bots' rollouts with the behaviour bot as the rollout policy (a first round of the policy
+improvement; no further rounds); Q only for movement-phase decisions (nearly all decisions) and,
+within a CPU budget of about half an hour, only for a seeded sample of ``groups`` of them, which is
+why the weights enter through a fine-tuning stage on those decisions rather than as a reweighting
+of the whole data set (where they would touch about 0.1 % of the decisions); adjustment-phase
+locations may also choose ``<none>`` (the env's "no order", index 0: waive, or leave a site
+unused), and once the due builds or removals are ordered only ``<none>`` is left, so the agent
+never over-orders.
 :mod:`.smollm2` runs the same training on a pretrained language model, SmolLM2-135M with LoRA.
 
 Seeding: data games, rollouts, minibatches and joint-action samples come from NumPy generators
@@ -64,8 +65,9 @@ no global RNG is touched. Worker processes run one torch thread.
 
 Modules: :mod:`.config` (settings), :mod:`.text` (tokens and board text), :mod:`.model`,
 :mod:`.data`, :mod:`.weights`, :mod:`.losses`, :mod:`.training`, :mod:`.q` (Q by rollouts),
-:mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line) and :mod:`.smollm2` (the
-SmolLM2 variant, which needs the ``llm`` extra and is not imported here).
+:mod:`.agent` (:class:`DipLLMAgent`), :mod:`.cli` (the command line), :mod:`.experiment` (the
+whole ablation as an experiment-kit scenario, ``scenarios/claims/dipllm.yaml``; not imported here)
+and :mod:`.smollm2` (the SmolLM2 variant, which needs the ``llm`` extra and is not imported here).
 """
 
 from .agent import CONFIG_FILE, WEIGHTS_FILE, DipLLMAgent

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from omnigym.envs.diplomacy.orders import as_action
+from omnigym.agents.diplomacy.base import PowerAgent
 from omnigym.llm_agents.policy import sample_index
 
 from .config import ModelConfig, TrainConfig
@@ -35,26 +34,6 @@ from .training import train
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "config.json"
-
-
-class PowerAgent(ABC):
-    """What the DipLLM agents share: :meth:`act` writes the orders of :meth:`orders` as the
-    env's action (no orders when the power has no orderable location), and :meth:`reset`
-    reseeds the generator of sampled orders with ``seed`` (the agent's own seed when None)."""
-
-    seed: int
-
-    def reset(self, seed: int | None = None) -> None:
-        self._rng = np.random.default_rng(self.seed if seed is None else seed)
-
-    def act(self, observation: Any, info: Mapping[str, Any]) -> Any:
-        return as_action(
-            self.orders(info) if info["orderable_locations"] else [], observation, info
-        )
-
-    @abstractmethod
-    def orders(self, info: Mapping[str, Any]) -> list[str]:
-        """This phase's orders for the power of ``info``."""
 
 
 class DipLLMAgent(PowerAgent):
@@ -111,7 +90,7 @@ class DipLLMAgent(PowerAgent):
             raise ValueError(f"lam must be > 0 (.inf for weights 1), got {lam!r}")
         if not isinstance(finetune, int) or finetune < 0:
             raise ValueError(f"finetune must be an int >= 0, got {finetune!r}")
-        self.seed = int(seed)
+        super().__init__(seed)
         self.lam = float(lam)
         self.games = games
         self.finetune = finetune
@@ -122,7 +101,6 @@ class DipLLMAgent(PowerAgent):
         self.joint_candidates = joint_candidates
         self.losses: list[float] = []
         self.finetune_losses: list[float] = []
-        self._rng = np.random.default_rng(self.seed)
         if checkpoint is not None:
             self.load(checkpoint)
             return

@@ -1,5 +1,5 @@
 """The settings of DipLLM-lite: the model's shape and head, a training run and the Monte Carlo
-Q estimation (spec diplomacy.md §5.2).
+Q estimation (``docs/diplomacy.md``).
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025); the package docstring (:mod:`omnigym.llm_agents.dipllm`) says where the
@@ -59,7 +59,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class QConfig:
-    """Monte Carlo Q estimation (spec §5.2: M = 4 rollouts, top 4 candidates, 2 years).
+    """Monte Carlo Q estimation (defaults: M = 4 rollouts, top 4 candidates, 2 years).
 
     ``groups`` caps the (state, location) groups estimated, drawn uniformly (seeded) from the
     movement-phase decisions with at least two legal orders; None estimates all of them.

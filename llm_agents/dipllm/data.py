@@ -3,15 +3,16 @@ and the data set of turns the model trains on.
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025), which learns from DipNet's games; with no DipNet weights offline, the
-games here are played by a mix of the scripted bots (:mod:`omnigym.agents.diplomacy_bots`)
+games here are played by a mix of the scripted bots (:mod:`omnigym.agents.diplomacy.bots`)
 capped at a year. One gzipped JSON line per phase holds the board text, the engine's own phase
 record (``Game.get_phase_data()``, the entries of its saved-game format, from which a rollout
 restarts the position) and, per power, the orderable locations in decoding order with their
 legal orders and the order its bot chose (``<none>`` where it gave none). The earlier orders of
 location d are the chosen orders of the locations before it.
 
-Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in worker processes, each of
-which builds one environment per (map, year cap, action format) on first use.
+Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in the worker processes of a
+:class:`~omnigym.pool.WorkerPool` (an experiment's, or one started for the call), each of which
+builds one environment per (map, year cap, action format) on first use.
 """
 
 from __future__ import annotations
@@ -20,22 +21,36 @@ import gzip
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from omnigym.pool import WorkerPool
 from omnigym.threads import map_in_workers
 
 from .text import BOS, NONE, Tokenizer, adjustment_count, board_view, choices, turn_text
 from .weights import behaviour_weight
 
 
+def map_jobs(
+    function: Callable[[Any], Any],
+    items: Sequence[Any],
+    workers: int = 1,
+    pool: WorkerPool | None = None,
+) -> Iterator[Any]:
+    """``function`` over ``items``, in order: in ``pool`` when given, else in a pool of
+    ``workers`` started for this call alone."""
+    if pool is not None:
+        return pool.map(function, items)
+    return map_in_workers(workers, function, items)
+
+
 def make_bot(name: str, seed: int) -> Any:
     """The reference bot ``name`` (greedy, defensive or random), seeded."""
-    from omnigym.agents.diplomacy_bots import DefensiveBot, GreedySCBot, RandomBot
+    from omnigym.agents.diplomacy.bots import DefensiveBot, GreedySCBot, RandomBot
 
     classes = {"greedy": GreedySCBot, "defensive": DefensiveBot, "random": RandomBot}
     if name not in classes:
@@ -128,18 +143,20 @@ def play_data_game(spec: DataSpec, game: int) -> list[dict[str, Any]]:
     return records
 
 
-def generate_data(spec: DataSpec, path: str | os.PathLike, workers: int = 1) -> dict[str, Any]:
+def generate_data(
+    spec: DataSpec, path: str | os.PathLike, workers: int = 1, pool: WorkerPool | None = None
+) -> dict[str, Any]:
     """Play ``spec.games`` games and write their phase records to ``path`` (gzipped JSON lines,
-    written under a temporary name and renamed when complete). Returns counts and seconds."""
+    written under a temporary name and renamed when complete), in ``pool`` or in ``workers``
+    processes (:func:`map_jobs`). Returns counts and seconds."""
     start = time.perf_counter()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
     phases = turns = 0
     with gzip.open(partial, "wt", encoding="utf-8") as file:
-        for records in map_in_workers(
-            workers, _data_game_job, [(spec, g) for g in range(spec.games)]
-        ):
+        jobs = [(spec, game) for game in range(spec.games)]
+        for records in map_jobs(_data_game_job, jobs, workers, pool):
             for record in records:
                 file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 phases += 1

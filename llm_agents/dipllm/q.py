@@ -12,9 +12,9 @@ that share their seeds across candidates (common random numbers). Candidates are
 behaviour's order plus the ``top_k`` most likely orders of the current policy (a trained
 factorised checkpoint; without one, ``top_k`` other legal orders drawn uniformly).
 
-Departures from the paper: the bots are the rollout policy (the spec's "round 1"; no further
-rounds), and Q is estimated only for movement-phase decisions, for a seeded sample of
-``groups`` of them within the spec's time budget.
+Departures from the paper: the bots are the rollout policy (a first round of the policy
+improvement; no further rounds), and Q is estimated only for movement-phase decisions, for a seeded
+sample of ``groups`` of them within a CPU budget of about half an hour.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from omnigym.envs.diplomacy.orders import order_location
-from omnigym.threads import map_in_workers
+from omnigym.pool import WorkerPool
 
 from .config import QConfig
-from .data import Dataset, cached_env, make_bot, read_phases
+from .data import Dataset, cached_env, make_bot, map_jobs, read_phases
 from .model import DipLLMModel
 from .text import Tokenizer
 from .training import rank_choices
@@ -207,10 +207,12 @@ def estimate_q(
     path: str | os.PathLike,
     workers: int = 1,
     on_group: Callable[[dict[str, Any]], None] | None = None,
+    pool: WorkerPool | None = None,
 ) -> list[dict[str, Any]]:
-    """Value every task's candidates and append each group to the JSON-lines file ``path``
-    as it is done (flushed); groups already in the file are kept and not estimated again, so a
-    killed estimation resumes. Returns the groups of ``tasks`` in task order."""
+    """Value every task's candidates, in ``pool`` or in ``workers`` processes
+    (:func:`.data.map_jobs`), and append each group to the JSON-lines file ``path`` as it is
+    done (flushed); groups already in the file are kept and not estimated again, so a killed
+    estimation resumes. Returns the groups of ``tasks`` in task order."""
     file = Path(path)
     file.parent.mkdir(parents=True, exist_ok=True)
     done = {}
@@ -222,7 +224,7 @@ def estimate_q(
             handle.truncate(data.rfind(b"\n") + 1)
     todo = [task for task in tasks if task.key not in done]
     with file.open("a", encoding="utf-8") as handle:
-        for group in map_in_workers(workers, group_values, todo):
+        for group in map_jobs(group_values, todo, workers, pool):
             handle.write(json.dumps(group, separators=(",", ":")) + "\n")
             handle.flush()
             done[(group["game"], group["phase_index"], group["power"], group["location"])] = group

@@ -1,5 +1,5 @@
 """DipLLM on a real pretrained language model: SmolLM2-135M fine-tuned with LoRA through TRL and
-PEFT (issue 6 item 5; spec diplomacy.md §5).
+PEFT (``docs/diplomacy.md``).
 
 DipLLM (Xu, Chai, Li, Fu, Zhu, Zhao, "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025; arXiv 2506.09655) fine-tunes Llama-3-8B with LoRA (rank 16, α 32, AdamW
@@ -76,10 +76,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from omnigym.agents.diplomacy.base import PowerAgent
 from omnigym.llm_agents.models import LoRASettings, add_lora, load_smollm2, smollm2_file
 from omnigym.llm_agents.policy import sample_index
 
-from .agent import PowerAgent
 from .cli import positive_lam
 from .config import QConfig
 from .data import DataSpec, generate_data
@@ -140,12 +140,11 @@ class SmolDipLLMAgent(PowerAgent):
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
         if threads is not None:
             torch.set_num_threads(threads)
-        self.seed = int(seed)
+        super().__init__(seed)
         self.temperature = float(temperature)
         self.lam = float(lam)
         self.examples_seen = 0
         self.losses: list[float] = []
-        self._rng = np.random.default_rng(self.seed)
         model, self.tokenizer = base if base is not None else load_smollm2()
         if adapter is not None:
             from peft import PeftModel

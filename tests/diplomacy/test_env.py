@@ -1,4 +1,4 @@
-"""DiplomacyEnv (spec diplomacy.md §2–§3): construction, spaces, observations, infos, invalid
+"""DiplomacyEnv (docs/diplomacy.md): construction, spaces, observations, infos, invalid
 orders, endings and scores, saved games, determinism and PettingZoo conformance."""
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def test_state_is_the_global_board():
     assert np.array_equal(env.state(), observations["FRANCE"]["board"])
 
 
-# ---- orders and invalid orders (§3.2–§3.3) -------------------------------------------------
+# ---- orders and invalid orders ------------------------------------------------------------
 
 
 def test_index_action_moves_a_unit_and_counts_no_invalid_order():
@@ -426,7 +426,7 @@ def test_missing_actions_and_unknown_agents_raise():
         env.step([0] * 7)
 
 
-# ---- elimination, solo, truncation, rewards (§3.5) -----------------------------------------
+# ---- elimination, solo, truncation, rewards -----------------------------------------------
 
 
 def test_sum_of_squares_gives_the_solo_winner_everything():

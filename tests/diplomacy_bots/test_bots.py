@@ -1,4 +1,4 @@
-"""The Diplomacy reference bots (spec diplomacy.md §4): the map graph, each bot's rules on
+"""The Diplomacy reference bots (docs/diplomacy.md): the map graph, each bot's rules on
 positions set up in the engine, and whole games through the environment (legal orders only,
 determinism per seed)."""
 
@@ -10,7 +10,7 @@ diplomacy = pytest.importorskip("diplomacy")
 
 import omnigym  # noqa: E402
 import omnigym.envs.diplomacy  # noqa: E402, F401  (registers Diplomacy/*)
-from omnigym.agents.diplomacy_bots import (  # noqa: E402
+from omnigym.agents.diplomacy.bots import (  # noqa: E402
     DefensiveBot,
     GreedySCBot,
     RandomBot,
@@ -309,10 +309,12 @@ def test_reset_restores_a_bot_to_its_seed():
     assert [bot.act(None, info) for _ in range(5)] == first
 
 
-def test_bots_are_registered_for_every_environment():
-    env = omnigym.make("Diplomacy/Standard-v0")
+@pytest.mark.parametrize("env_id", ["Diplomacy/Standard-v0", "Diplomacy/Pure-v0"])
+def test_bots_are_registered_for_every_environment_of_the_family(env_id):
+    env = omnigym.make(env_id)
     names = {"diplomacy_random": RandomBot, "diplomacy_greedy": GreedySCBot}
     names["diplomacy_defensive"] = DefensiveBot
     for name, bot_class in names.items():
-        assert name in omnigym.list_agents()
-        assert type(omnigym.make_agent(name, env=env, env_id="Diplomacy/Standard-v0")) is bot_class
+        assert name in omnigym.list_agents(env_id)
+        assert name not in omnigym.list_agents()  # family agents, not general ones
+        assert type(omnigym.make_agent(name, env=env, env_id=env_id)) is bot_class

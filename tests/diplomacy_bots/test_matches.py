@@ -1,4 +1,4 @@
-"""1-vs-N matches with seat rotation (spec diplomacy.md §4): records, seeding, workers, and the
+"""1-vs-N matches with seat rotation (docs/diplomacy.md): records, seeding, worker pools, and the
 summary's numbers; the greedy bot against six random ones."""
 
 import json
@@ -10,13 +10,14 @@ pytest.importorskip("diplomacy")
 
 import omnigym  # noqa: E402
 import omnigym.envs.diplomacy  # noqa: E402, F401  (registers Diplomacy/*)
-from omnigym.agents.diplomacy_bots import GreedySCBot, RandomBot  # noqa: E402
+from omnigym.agents.diplomacy.bots import GreedySCBot, RandomBot  # noqa: E402
 from omnigym.evaluators.matches import (  # noqa: E402
     game_seeds,
     one_vs_rest,
     play_match,
     summarize_matches,
 )
+from omnigym.pool import WorkerPool  # noqa: E402
 
 PURE = "Diplomacy/Pure-v0"
 SEATS = ["AUSTRIA", "ENGLAND", "FRANCE", "GERMANY", "ITALY", "RUSSIA", "TURKEY"]
@@ -90,6 +91,22 @@ def test_workers_play_the_same_games_as_one_process():
     serial = one_vs_rest(PURE, "diplomacy_random", "diplomacy_greedy", **kwargs)
     parallel = one_vs_rest(PURE, "diplomacy_random", "diplomacy_greedy", workers=2, **kwargs)
     assert without_time(parallel) == without_time(serial)
+
+
+def test_a_given_pool_serves_several_matches_with_the_same_games():
+    kwargs = {"games_per_seat": 1, "seeds": [0], "env_kwargs": {"max_year": 1902}}
+    serial = [
+        one_vs_rest(PURE, "diplomacy_random", "diplomacy_greedy", **kwargs),
+        one_vs_rest(PURE, "diplomacy_greedy", "diplomacy_random", **kwargs),
+    ]
+    with WorkerPool(2) as pool:
+        shared = [
+            one_vs_rest(PURE, "diplomacy_random", "diplomacy_greedy", pool=pool, **kwargs),
+            one_vs_rest(PURE, "diplomacy_greedy", "diplomacy_random", pool=pool, **kwargs),
+        ]
+    assert [without_time(records) for records in shared] == [
+        without_time(records) for records in serial
+    ]
 
 
 def test_factories_are_labelled_by_name_and_built_fresh_per_seat():
@@ -186,7 +203,7 @@ def test_summary_keeps_opponents_apart_and_constant_scores_have_no_spread():
 
 @pytest.mark.slow
 def test_greedy_beats_six_random_bots():
-    """Spec §4 acceptance: GreedySCBot beats RandomBot in 1v6 (SoS > 1/7, 70 games, 1910)."""
+    """Acceptance: GreedySCBot beats RandomBot in 1v6 (SoS > 1/7, 70 games, to 1910)."""
     records = one_vs_rest(
         "Diplomacy/Standard-v0",
         "diplomacy_greedy",

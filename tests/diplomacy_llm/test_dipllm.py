@@ -1,6 +1,6 @@
-"""DipLLM-lite (spec diplomacy.md §5 and §7): the tokenizer, the masked choices, the equilibrium
-weights and losses, both heads in play, checkpoints, determinism, data and Q files, the
-acceptance smoke test and a tiny run of the claims runner."""
+"""DipLLM-lite (docs/diplomacy.md): the tokenizer, the masked choices, the equilibrium weights and
+losses, both heads in play, checkpoints, determinism, data and Q files, the acceptance smoke test
+and a tiny run of the DipLLM experiment."""
 
 import json
 import math
@@ -41,6 +41,7 @@ from omnigym.threads import one_torch_thread  # noqa: E402
 
 TINY = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "max_len": 256}
 PURE = "Diplomacy/Pure-v0"
+STANDARD = "Diplomacy/Standard-v0"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -151,7 +152,7 @@ def test_untrained_heads_play_standard_games_with_only_legal_orders(head, action
     env = omnigym.make("Diplomacy/Standard-v0", **kwargs)
     agent = DipLLMAgent(env=env, seed=1, head=head, model=TINY, joint_candidates=8)
     seats = {
-        power: agent if i % 2 else omnigym.make_agent("diplomacy_greedy", env=env)
+        power: agent if i % 2 else omnigym.make_agent("diplomacy_greedy", env, STANDARD)
         for i, power in enumerate(env.possible_agents)
     }
     record = play_match("Diplomacy/Standard-v0", seats, 0, kwargs)
@@ -163,7 +164,7 @@ def test_build_orders_are_legal_and_respect_the_due_count(head):
     env = omnigym.make("Diplomacy/Standard-v0", max_year=1902, action_format="orders")
     observations, infos = env.reset(seed=0)
     agent = DipLLMAgent(env=env, seed=0, head=head, model=TINY, joint_candidates=8)
-    bots = {p: omnigym.make_agent("diplomacy_greedy", env=env) for p in env.possible_agents}
+    bots = {p: omnigym.make_agent("diplomacy_greedy", env, STANDARD) for p in env.possible_agents}
     while infos[env.agents[0]]["phase"] != "W1901A":
         actions = {p: bots[p].act(observations[p], infos[p]) for p in env.agents}
         observations, _, _, _, infos = env.step(actions)
@@ -503,13 +504,13 @@ def test_command_line_runs_data_q_and_train(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["finetune_updates"] == 1  # 1 epoch of 2 turns
 
 
-# ---- acceptance and the claims runner -----------------------------------------------------
+# ---- acceptance and the experiment -----------------------------------------------------------
 
 
 @pytest.mark.slow
 def test_smoke_twenty_games_tiny_model_hundred_updates_plays_only_legal_orders(tmp_path):
-    # Spec acceptance: 20 games, a tiny model, 100 updates, legal orders only (CPU <= 60 s;
-    # printed, not asserted). Games on the standard map capped at 1902 keep it short.
+    # Acceptance: 20 games, a tiny model, 100 updates, legal orders only (CPU <= 60 s; printed,
+    # not asserted). Games on the standard map capped at 1902 keep it short.
     start = time.process_time()
     data = tmp_path / "smoke.jsonl.gz"
     generate_data(DataSpec(games=20, seed=0, max_year=1902), data)
@@ -534,68 +535,91 @@ def test_smoke_twenty_games_tiny_model_hundred_updates_plays_only_legal_orders(t
     print(f"smoke test CPU time: {time.process_time() - start:.1f} s")
 
 
-@pytest.mark.slow
-def test_claims_runner_writes_scorecard_and_three_claims_and_resumes(tmp_path):
-    from omnigym.llm_agents import dipllm_claims
+def variant(label, head, lam, budget=3):
+    finetune = 0 if math.isinf(lam) else 2
+    return {
+        "name": "omnigym.llm_agents.dipllm:DipLLMAgent",
+        "label": label,
+        "kwargs": {"head": head, "lam": lam, "finetune": finetune},
+        "train": {"budget": budget},
+    }
+
+
+def tiny_scenario(**changes):
+    """The six variants of the ablation and the random bot on the pure map, to 1902."""
     from omnigym.scenario import Scenario
 
-    def variant(label, head, lam):
-        finetune = 0 if math.isinf(lam) else 2
-        return {
-            "name": "omnigym.llm_agents.dipllm:DipLLMAgent",
-            "label": label,
-            "kwargs": {"head": head, "lam": lam, "finetune": finetune},
-            "train": {"budget": 3},
-        }
-
-    scenario = Scenario.model_validate(
-        {
-            "name": "tiny_dipllm",
-            "runner": "omnigym.llm_agents.dipllm_claims",
-            "envs": [{"id": PURE, "kwargs": {"max_year": 1902}}],
-            "agents": [
-                variant("AF+EW", "factorised", 0.5),
-                variant("AF+BC", "factorised", math.inf),
-                variant("joint+EW", "joint", 0.5),
-                variant("joint+BC", "joint", math.inf),
-                variant("AF+EW small", "factorised", 0.5),
-                variant("AF+BC large", "factorised", math.inf),
-                {"name": "diplomacy_random", "label": "random"},
-            ],
-            "episodes": 1,
-            "seeds": [0],
-            "options": {
-                "data": {"games": 4},
-                "games": {"AF+EW small": 1, "AF+BC large": 3},
-                "q": {"rollouts": 1, "top_k": 1, "horizon_years": 1, "groups": 4},
-                "model": TINY,
-                "train": {"batch_size": 4, "joint_candidates": 4},
-            },
-        }
-    )
-    assert dipllm_claims.total_episodes(scenario) == 7 * 7
-    seen = []
-    output = dipllm_claims.run_scenario(scenario, tmp_path, on_episode=seen.append)
-    assert len(seen) == 49
-    claims = json.loads((tmp_path / "claims.json").read_text())
-    assert [c["claim"] for c in claims["claims"]] == [1, 2, 3]
-    assert {c["status"] for c in claims["claims"]} <= {"pass", "fail"}
-    sos = claims["claims"][0]["numbers"]["sos"]
-    assert set(sos) == {"AF+EW", "AF+BC", "joint+EW", "joint+BC"}
-    assert claims["claims"][2]["numbers"]["games_trained_on"] == {
-        "AF+EW small": 1,
-        "AF+BC large": 3,
+    fields = {
+        "name": "tiny_dipllm",
+        "experiment": "omnigym.llm_agents.dipllm.experiment:DipLLMExperiment",
+        "claims": "omnigym.scenarios.claims.dipllm:check",
+        "envs": [{"id": PURE, "kwargs": {"max_year": 1902}}],
+        "agents": [
+            variant("AF+EW", "factorised", 0.5),
+            variant("AF+BC", "factorised", math.inf),
+            variant("joint+EW", "joint", 0.5),
+            variant("joint+BC", "joint", math.inf),
+            variant("AF+EW small", "factorised", 0.5),
+            variant("AF+BC large", "factorised", math.inf),
+            {"name": "diplomacy_random", "label": "random"},
+        ],
+        "episodes": 1,
+        "seeds": [0],
+        "options": {
+            "data": {"games": 4},
+            "games": {"AF+EW small": 1, "AF+BC large": 3},
+            "q": {"rollouts": 1, "top_k": 1, "horizon_years": 1, "groups": 4},
+            "model": TINY,
+            "train": {"batch_size": 4, "joint_candidates": 4},
+        },
     }
-    matches = output.scorecard["dipllm"]["matches"]["Diplomacy/Pure-v0 vs greedy"]
+    return Scenario.model_validate({**fields, **changes})
+
+
+def test_experiment_refuses_a_joint_or_fine_tuned_q_policy_before_writing(tmp_path):
+    from omnigym.llm_agents.dipllm.experiment import DipLLMExperiment
+
+    for policy in ("joint+BC", "AF+EW", "nobody"):
+        scenario = tiny_scenario()
+        options = {**scenario.options, "q": {**scenario.options["q"], "policy": policy}}
+        with pytest.raises(ValueError, match="options.q.policy"):
+            DipLLMExperiment(scenario.model_copy(update={"options": options}), tmp_path)
+    with pytest.raises(ValueError, match="unknown options"):
+        DipLLMExperiment(tiny_scenario(options={"rounds": 2}), tmp_path)
+    with pytest.raises(ValueError, match="reference agent 'random'"):
+        agents = [{"name": "diplomacy_random", "label": "random", "kwargs": {"seed": 1}}]
+        DipLLMExperiment(tiny_scenario(agents=agents), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_experiment_writes_scorecard_claims_and_checkpoints_and_resumes(tmp_path):
+    from omnigym.evaluators.experiment import run_scenario
+    from omnigym.llm_agents.dipllm.experiment import DipLLMExperiment
+
+    scenario = tiny_scenario()
+    assert DipLLMExperiment(scenario, tmp_path).total_episodes() == 7 * 7
+    seen = []
+    output = run_scenario(scenario, tmp_path, on_episode=seen.append)
+    assert len(seen) == 49
+    block = output.scorecard["dipllm"]
+    matches = block["matches"]["Diplomacy/Pure-v0 vs greedy"]
     assert len(matches) == 7 and all(m["diplomacy_greedy"]["games"] == 7 for m in matches.values())
+    claims = json.loads((tmp_path / "claims.json").read_text())["claims"]
+    assert [c["id"] for c in claims] == [1, 2, 3, 4]
+    sos = {label: row["diplomacy_greedy"]["sos"]["mean"] for label, row in matches.items()}
+    assert claims[2]["status"] == ("pass" if sos["AF+EW small"] >= sos["AF+BC large"] else "fail")
+    assert claims[2]["measured"]["games_trained_on"] == {"AF+EW small": 1, "AF+BC large": 3}
+    assert claims[3]["status"] == "recorded"
     assert "SoS [95% CI]" in (tmp_path / "scorecard.md").read_text()
     assert (tmp_path / "report.html").exists() and (tmp_path / "data" / "q.jsonl").exists()
+    for label in ("AF+EW", "AF+EW small", "joint+BC"):
+        path = tmp_path / "checkpoints" / "Diplomacy_Pure-v0" / label.replace(" ", "_") / "seed0"
+        assert (path / "weights.pt").exists()
     diagnostics = (tmp_path / "diagnostics.jsonl").read_text()
-    bases = {
-        entry["agent"]: entry["base"]
-        for entry in map(json.loads, diagnostics.splitlines())
-        if entry["step"] == "train"
-    }
+    lines = [json.loads(line) for line in diagnostics.splitlines()]
+    assert [line["stage"] for line in lines[:2]] == ["data", "train"]  # the Q policy first
+    bases = {line["agent"]: line["base"] for line in lines if line["stage"] == "train"}
     assert bases == {
         "AF+BC": None,
         "joint+BC": None,
@@ -604,7 +628,8 @@ def test_claims_runner_writes_scorecard_and_three_claims_and_resumes(tmp_path):
         "joint+EW": "joint+BC",
         "AF+EW small": None,  # no BC variant on its games: it runs its own BC stage
     }
+    assert sum(line["stage"] == "matches" for line in lines) == 7
     again = []
-    dipllm_claims.run_scenario(scenario, tmp_path, on_episode=again.append)
+    run_scenario(scenario, tmp_path, on_episode=again.append)
     assert again == []  # nothing played or trained twice
     assert (tmp_path / "diagnostics.jsonl").read_text() == diagnostics

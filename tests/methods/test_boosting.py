@@ -1,4 +1,4 @@
-"""Sample-optimal agnostic boosting with unlabelled data (spec methods.md §11)."""
+"""Sample-optimal agnostic boosting with unlabelled data (Ghai and Singh, ICML 2025)."""
 
 import itertools
 import json
@@ -19,7 +19,6 @@ from omnigym.agents.methods.boosting import (
     Stump,
     StumpGrid,
     UnlabeledBoostingAgent,
-    claims,
     surrogate_targets,
     vote,
 )
@@ -33,8 +32,9 @@ from omnigym.envs.methods.boosting import (
     flip_probability,
 )
 from omnigym.evaluators.experiment import run_scenario
-from omnigym.evaluators.scorecard import build_scorecard
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.boosting import check
+from tests.helpers import finished_run
 
 ENV_ID = "Methods/AgnosticBoosting-v0"
 SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "boosting.yaml"
@@ -322,8 +322,8 @@ def _records(curves, shifted=None):
 
 
 def _statuses(records):
-    result = claims(build_scorecard(records, n_resamples=200), records)
-    return [entry["status"] for entry in result["claims"]], result
+    result = check(finished_run(records))
+    return [entry["status"] for entry in result], result
 
 
 def test_claims_pass_when_unlabelled_leads_at_small_m_and_the_curves_meet():
@@ -338,13 +338,14 @@ def test_claims_pass_when_unlabelled_leads_at_small_m_and_the_curves_meet():
     )
     statuses, result = _statuses(records)
     assert statuses == ["pass", "pass", "recorded", "recorded"]
-    first = result["claims"][0]["numbers"]
+    first = result[0]["measured"]
     assert first["excess_error"]["boost-reuse"]["m=100"]["mean"] == pytest.approx(0.13)
     difference = first["paired_differences"]["boost-unlabeled - boost-reuse"]["m=100"]
     assert difference["mean"] == pytest.approx(-0.02) and difference["draws"] == 4
-    shift = result["claims"][2]["numbers"]["shift=0.3"]
+    shift = result[2]["measured"]["shift=0.3"]
     assert shift["boost-unlabeled shifted - unshifted"]["m=1600"]["mean"] == pytest.approx(0.01)
-    assert result["claims"][1]["numbers"]["spread"]["m=1600"] == pytest.approx(0.005)
+    assert result[1]["measured"]["spread"]["m=1600"] == pytest.approx(0.005)
+    assert result[3]["measured"]["adaboost"]["m=100"]["mean"] == pytest.approx(0.12)
 
 
 def test_claims_fail_when_the_order_breaks_or_splitting_stays_behind():
@@ -356,19 +357,19 @@ def test_claims_fail_when_the_order_breaks_or_splitting_stays_behind():
         }
     )
     statuses, _ = _statuses(records)
-    assert statuses == ["fail", "fail", "not run", "recorded"]
+    assert statuses == ["fail", "fail", "not run", "not run"]
 
 
 def test_claims_are_not_run_without_the_boosters():
-    records = _records({"boost-unlabeled": {100: 0.1, 200: 0.09}, "adaboost": {100: 0.1}})
+    records = _records({"boost-unlabeled": {100: 0.1, 200: 0.09}})
     statuses, _ = _statuses(records)
-    assert statuses == ["not run", "not run", "not run", "recorded"]
+    assert statuses == ["not run"] * 4
 
 
-def test_the_claims_scenario_sweeps_the_spec_budgets_and_the_shift_at_the_paper_size():
+def test_the_claims_scenario_sweeps_the_budgets_and_the_shift_at_the_paper_size():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/boosting"
-    assert scenario.options["claims"] == "omnigym.agents.methods.boosting:claims"
+    assert scenario.claims == "omnigym.scenarios.claims.boosting:check"
     budgets = [env.kwargs["m"] for env in scenario.envs if "shift" not in env.kwargs]
     assert budgets == [100, 200, 400, 800, 1600]
     assert {env.kwargs.get("shift", 0.0) for env in scenario.envs} == {0.0, 0.3}
@@ -390,6 +391,7 @@ def test_the_quick_scenario_runs_end_to_end_at_a_tiny_scale(tmp_path):
     )
     run_scenario(tiny, tmp_path)
     result = json.loads((tmp_path / "claims.json").read_text())
-    assert [entry["claim"] for entry in result["claims"]] == [1, 2, 3, 4]
+    assert result["experiment"] == "boosting" and "Ghai" in result["paper"]
+    assert [entry["id"] for entry in result["claims"]] == [1, 2, 3, 4]
     assert result["claims"][2]["status"] == "recorded"
-    assert "m=100" in result["claims"][2]["numbers"]["shift=0.3"]["boost-unlabeled"]
+    assert "m=100" in result["claims"][2]["measured"]["shift=0.3"]["boost-unlabeled"]

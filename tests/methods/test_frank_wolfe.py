@@ -13,7 +13,6 @@ from omnigym.agents.methods.frank_wolfe import (
     SecantAgent,
     SecantStep,
     ShortStepAgent,
-    claims,
 )
 from omnigym.envs.methods.frank_wolfe import (
     MAX_ITERATIONS,
@@ -27,6 +26,8 @@ from omnigym.envs.methods.frank_wolfe import (
     draw_instance,
 )
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.frank_wolfe import check
+from tests.helpers import finished_run
 
 ONE_STEP = "Methods/FrankWolfeLineSearch-v0"
 STEPS = "Methods/FrankWolfeLineSearchSteps-v0"
@@ -329,15 +330,22 @@ def test_the_claims_checker_passes_the_papers_pattern_and_fails_its_opposite():
         _result("least_squares", "adaptive", 342, 1088),
         _result("least_squares", "open-loop (FW)", 5001, 5001, success=0.0),
     ]
-    statuses = [c["status"] for c in claims({"results": paper}, [])["claims"]]
-    assert statuses == ["pass", "pass", "pass", "recorded", "recorded"]
+    result = check(finished_run([], scorecard={"results": paper}))
+    assert [c["status"] for c in result] == ["pass", "pass", "pass", "recorded", "recorded"]
+    assert result[1]["measured"]["evaluations"]["least_squares"]["secant"]["mean"] == 1295
+    assert result[1]["paper"]["evaluations"]["least_squares"] == {
+        "secant": 647 + 648,
+        "golden": 13800 + 301,
+        "backtracking": 2646 + 255,
+    }
+    assert result[3]["measured"]["vanilla"]["least_squares"]["open-loop (FW)"]["success_rate"] == 0
     opposite = [
         _result("portfolio", "secant", 900, 20000),
         _result("portfolio", "golden", 300, 14000),
         _result("portfolio", "backtracking", 254, 2900),
         _result("portfolio", "adaptive", 342, 1100),
     ]
-    statuses = [c["status"] for c in claims({"results": opposite}, [])["claims"]]
+    statuses = [c["status"] for c in check(finished_run([], scorecard={"results": opposite}))]
     assert statuses == ["fail", "fail", "fail", "not run", "recorded"]
 
 
@@ -348,15 +356,20 @@ def test_a_baseline_stopped_by_the_iteration_cap_counts_as_a_lower_bound():
         _result("d_optimal", "backtracking", 2600, 90000, success=2 / 3),
         _result("d_optimal", "adaptive", 2100, 4500),
     ]
-    statuses = [c["status"] for c in claims({"results": results}, [])["claims"]]
+    statuses = [c["status"] for c in check(finished_run([], scorecard={"results": results}))]
     assert statuses[:3] == ["pass", "pass", "pass"]
     unconverged_secant = [dict(results[0], success_rate=0.5), *results[1:]]
-    statuses = [c["status"] for c in claims({"results": unconverged_secant}, [])["claims"]]
-    assert statuses[:3] == ["fail", "fail", "fail"]
+    run = finished_run([], scorecard={"results": unconverged_secant})
+    assert [c["status"] for c in check(run)][:3] == ["fail", "fail", "fail"]
+
+
+def test_the_claims_are_not_run_without_the_four_away_step_rules():
+    statuses = [c["status"] for c in check(finished_run([], scorecard={"results": []}))]
+    assert statuses == ["not run"] * 5
 
 
 def test_the_claims_scenario_loads_with_a_quick_profile():
     scenario = load_scenario(ROOT / "scenarios" / "claims" / "frank_wolfe.yaml")
     assert scenario.quick is not None and scenario.out == "results/methods/frank_wolfe"
-    assert scenario.options["claims"] == "omnigym.agents.methods.frank_wolfe:claims"
+    assert scenario.claims == "omnigym.scenarios.claims.frank_wolfe:check"
     assert {env.kwargs["problem"] for env in scenario.envs} == set(PROBLEMS)

@@ -1,4 +1,4 @@
-"""LoRT / D-LoRT on transferable low-tubal-rank tensor regression (spec methods.md §2)."""
+"""LoRT / D-LoRT on transferable low-tubal-rank tensor regression (Wang et al., ICML 2025)."""
 
 from pathlib import Path
 
@@ -16,7 +16,6 @@ from omnigym.agents.methods.lort import (
     Settings,
     SubspaceProximity,
     TargetOnlyAgent,
-    claims,
     debias_one_step,
     fuse,
     t_factors,
@@ -24,7 +23,7 @@ from omnigym.agents.methods.lort import (
     tnn,
     tubal_rank,
 )
-from omnigym.envs.methods.tensor_transfer import (
+from omnigym.envs.methods.lort import (
     SHIFT_UNIT,
     TARGET_DEPARTURE,
     TensorTransfer,
@@ -32,6 +31,8 @@ from omnigym.envs.methods.tensor_transfer import (
     t_product,
 )
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.lort import check
+from tests.helpers import finished_run
 
 ENV_ID = "Methods/TensorTransfer-v0"
 SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "lort.yaml"
@@ -369,12 +370,21 @@ def _records(errors_by_shift, task="sensing"):
 
 
 def _statuses(records):
-    return [entry["status"] for entry in claims({"results": []}, records)["claims"]]
+    return [entry["status"] for entry in check(finished_run(records, scorecard={}))]
 
 
 def test_claims_pass_on_a_run_that_shows_the_paper_s_pattern():
-    statuses = _statuses(_records(PAPER_LIKE) + _records(PAPER_LIKE, task="completion"))
-    assert statuses == ["pass"] * 6 + ["recorded"]
+    records = _records(PAPER_LIKE) + _records(PAPER_LIKE, task="completion")
+    result = check(finished_run(records, scorecard={}))
+    assert [entry["status"] for entry in result] == ["pass"] * 6 + ["recorded"]
+    gap = result[3]["measured"]["pooled_minus_lort"]["s=2"]
+    assert gap["mean"] == pytest.approx(0.16) and gap["ci95"][0] > 0
+    assert result[3]["paper"] == {
+        "relative_error at s=2, 12 × 12 × 4": {"lort": 0.29, "pooled": 0.45}
+    }
+    assert result[6]["measured"]["completion"]["s=2"]["pooled"]["mean"] == pytest.approx(
+        0.45, abs=0.01
+    )
 
 
 def test_claims_fail_when_lort_loses_to_pooling_at_a_large_shift_or_d_lort_drifts():
@@ -386,6 +396,20 @@ def test_claims_fail_when_lort_loses_to_pooling_at_a_large_shift_or_d_lort_drift
     assert statuses[:3] == ["pass"] * 3 and statuses[6] == "not run"
 
 
+def test_every_checked_claim_fails_on_a_run_against_the_paper_s_pattern():
+    reversed_pattern = {  # target-only good, pooling worst at s = 0 and best at s = 2, ...
+        shift: {
+            "lort": 0.28,
+            "lort-fusion-only": 0.27,  # the refinement hurts
+            "d-lort": 0.5,  # far from LoRT
+            "target-only": 0.2,  # beats LoRT
+            "pooled": 0.3 if shift == 0.0 else 0.2,
+        }
+        for shift in (0.0, 0.5, 2.0)
+    }
+    assert _statuses(_records(reversed_pattern)) == ["fail"] * 6 + ["not run"]
+
+
 def test_claims_are_not_run_without_the_sweep():
     assert set(_statuses([])) == {"not run"}
 
@@ -393,6 +417,7 @@ def test_claims_are_not_run_without_the_sweep():
 def test_the_claims_scenario_loads_and_its_quick_profile_sweeps_the_sensing_shifts():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/lort"
+    assert scenario.claims == "omnigym.scenarios.claims.lort:check"
     assert {agent.name for agent in scenario.agents} == {
         "lort",
         "lort-fusion-only",

@@ -1,4 +1,4 @@
-"""Bipartite ranking from two labels, loss vs label aggregation (spec methods.md §5)."""
+"""Bipartite ranking from two labels, loss vs label aggregation (Lukasik et al., ICML 2025)."""
 
 import itertools
 from pathlib import Path
@@ -15,7 +15,6 @@ from omnigym.agents.methods.ranking import (
     LossAggregationAgent,
     SingleLabel1Agent,
     SingleLabel2Agent,
-    claims,
     loss_aggregation_weights,
 )
 from omnigym.envs.methods.ranking import (
@@ -26,8 +25,9 @@ from omnigym.envs.methods.ranking import (
     mixed_pair_preference,
     prevalences,
 )
-from omnigym.evaluators.scorecard import build_scorecard
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.ranking import check
+from tests.helpers import finished_run
 
 ENV_ID = "Methods/MultiLabelRanking-v0"
 SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "ranking.yaml"
@@ -206,7 +206,7 @@ def test_learners_use_only_the_observation_and_repeat_under_the_same_seed():
         LabelAggregationAgent(threads=0)
 
 
-def _records(preferences, auc_1=None, auc_2=None):
+def _records(preferences, auc_1=None, auc_2=None, sharpness=""):
     """Fake episode records: agent -> {pi1: mixed-pair preference}, two seeds of two draws."""
     records = []
     for agent, by_pi1 in preferences.items():
@@ -220,9 +220,10 @@ def _records(preferences, auc_1=None, auc_2=None):
                 }
                 records.append(
                     {
-                        "env_id": f"pi1={pi1}",
+                        "env_id": f"{sharpness}pi1={pi1}",
                         "agent": agent,
                         "seed": seed,
+                        "episode": episode,
                         "return": 0.9,
                         "metrics": metrics,
                     }
@@ -231,8 +232,8 @@ def _records(preferences, auc_1=None, auc_2=None):
 
 
 def _statuses(records):
-    result = claims(build_scorecard(records, n_resamples=200), records)
-    return [entry["status"] for entry in result["claims"]], result
+    result = check(finished_run(records))
+    return [entry["status"] for entry in result], result
 
 
 def test_claims_pass_when_loss_aggregation_is_dictated_and_label_aggregation_balanced():
@@ -240,15 +241,23 @@ def test_claims_pass_when_loss_aggregation_is_dictated_and_label_aggregation_bal
         {
             "loss-aggregation": {0.5: 0.5, 0.2: 0.96, 0.05: 0.97, 0.01: 0.99},
             "label-aggregation": {0.5: 0.5, 0.2: 0.49, 0.05: 0.46, 0.01: 0.43},
+            "bayes-loss-aggregation-reference": {0.5: 0.5, 0.2: 0.97},
         },
         auc_1={"loss-aggregation": 0.99, "label-aggregation": 0.85},
         auc_2={"loss-aggregation": 0.9, "label-aggregation": 0.95},
     )
-    statuses, result = _statuses(records)
+    statuses, result = _statuses(
+        records + _records({"loss-aggregation": {0.5: 0.5}}, sharpness="s=8 ")
+    )
     assert statuses == ["pass", "pass", "pass", "recorded"]
-    numbers = result["claims"][0]["numbers"]["preference"]
-    assert numbers["pi1=0.2"]["mean"] == pytest.approx(0.96)
-    assert numbers["pi1=0.2"]["ci95"][0] <= 0.96 <= numbers["pi1=0.2"]["ci95"][1]
+    preference = result[0]["measured"]["mixed_pair_preference"]
+    assert preference["pi1=0.2"]["mean"] == pytest.approx(0.96)
+    assert preference["pi1=0.2"]["ci95"][0] <= 0.96 <= preference["pi1=0.2"]["ci95"][1]
+    assert result[0]["paper"]["mixed_pair_preference"]["pi1=0.2"] == 0.96
+    recorded = result[3]["measured"]
+    reference = recorded["s=40"]["bayes-loss-aggregation-reference"]
+    assert reference["pi1=0.2"]["mean"] == pytest.approx(0.97)
+    assert recorded["s=8"]["loss-aggregation"]["pi1=0.5"]["mean"] == pytest.approx(0.5)
 
 
 def test_claims_fail_when_loss_aggregation_stays_balanced_or_label_aggregation_drifts():
@@ -259,19 +268,21 @@ def test_claims_fail_when_loss_aggregation_stays_balanced_or_label_aggregation_d
         }
     )
     statuses, _ = _statuses(records)
-    assert statuses[:3] == ["fail", "fail", "fail"]
+    assert statuses == ["fail", "fail", "fail", "recorded"]
 
 
 def test_claims_are_not_run_without_the_sweep():
-    records = _records({"loss-aggregation": {0.2: 0.96}, "random": {0.2: 0.5}})
+    records = _records({"random": {0.2: 0.5}})
     statuses, _ = _statuses(records)
-    assert statuses == ["not run", "not run", "not run", "recorded"]
+    assert statuses == ["not run"] * 4
+    assert _statuses([])[0] == ["not run"] * 4
 
 
 def test_the_claims_scenario_loads_and_its_quick_profile_sweeps_pi1_at_sharpness_40():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/ranking"
-    assert scenario.options["claims"] == "omnigym.agents.methods.ranking:claims"
+    assert scenario.claims == "omnigym.scenarios.claims.ranking:check"
+    assert "Bipartite Ranking From Multiple Labels" in scenario.paper
     quick = scenario.quickened()
     assert [env.kwargs["pi1"] for env in quick.envs] == [0.5, 0.2, 0.05, 0.01]
     assert all("sharpness" not in env.kwargs for env in quick.envs)

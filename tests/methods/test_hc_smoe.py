@@ -1,4 +1,4 @@
-"""HC-SMoE: retraining-free merging of sparse MoE layers (spec methods.md §3)."""
+"""HC-SMoE: retraining-free merging of sparse MoE layers (Chen et al., ICML 2025)."""
 
 import itertools
 from pathlib import Path
@@ -9,27 +9,27 @@ from gymnasium.utils.env_checker import check_env
 from scipy import special
 
 import omnigym
-from omnigym.agents.methods.moe_merging import (
+from omnigym.agents.methods.hc_smoe import (
     FrequencyPruneAgent,
     HCSMoEAgent,
     KMeansOutputsAgent,
     MSMoEAgent,
     OutputPruneAgent,
     RouterScorePruneAgent,
-    claims,
     mean_expert_outputs,
     merge_by_frequency,
     prune_to,
     routing_frequency,
 )
-from omnigym.envs.methods.moe_merging import (
+from omnigym.envs.methods.hc_smoe import (
     MoEMerging,
     expert_outputs,
     moe_forward,
     relative_error,
 )
-from omnigym.evaluators.scorecard import build_scorecard
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.hc_smoe import check
+from tests.helpers import finished_run
 
 ENV_ID = "Methods/MoEMerging-v0"
 SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "hc_smoe.yaml"
@@ -294,9 +294,8 @@ def _errors(hc, competitors, single_gap=0.01):
 
 
 def _statuses(errors):
-    records = _records(errors)
-    result = claims(build_scorecard(records, n_resamples=200), records)
-    return [entry["status"] for entry in result["claims"]], result
+    result = check(finished_run(_records(errors)))
+    return [entry["status"] for entry in result], result
 
 
 def test_claims_pass_when_merging_wins_at_small_sigma_by_a_shrinking_margin():
@@ -304,11 +303,12 @@ def test_claims_pass_when_merging_wins_at_small_sigma_by_a_shrinking_margin():
         _errors({0.2: 0.27, 0.5: 0.6, 1.0: 0.9}, {0.2: 0.9, 0.5: 1.0, 1.0: 1.0})
     )
     assert statuses == ["pass", "pass", "pass", "pass", "recorded", "recorded"]
-    margin = result["claims"][1]["numbers"]["random"]["s=0.2"]
+    margin = result[1]["measured"]["random"]["s=0.2"]
     assert margin["mean"] == pytest.approx(0.63)
-    lm = result["claims"][5]["numbers"]["lm random s=0.2"]
+    lm = result[5]["measured"]["lm random s=0.2"]
     assert lm["minus_hc"]["f-prune"]["mean"] == pytest.approx(-0.2)
     assert lm["uncompressed"]["mean"] == 2.0
+    assert result[0]["paper"]["zero_shot_accuracy"]["Mixtral 8×7B 8→6 experts"]["hc-smoe"] == 0.6425
 
 
 def test_claims_fail_when_pruning_wins_the_margin_grows_or_linkages_differ():
@@ -326,7 +326,7 @@ def test_claims_are_not_run_without_the_sweep():
 def test_the_claims_scenario_sweeps_sigma_under_both_routers_with_the_lm_variant():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/hc_smoe"
-    assert scenario.options["claims"] == "omnigym.agents.methods.moe_merging:claims"
+    assert scenario.claims == "omnigym.scenarios.claims.hc_smoe:check"
     labels = [env.display for env in scenario.quickened().envs]
     assert {"random s=0.2", "aligned s=1", "lm random s=0.2", "lm aligned s=0.2"} <= set(labels)
     assert all(env.kwargs["size"] == "paper" for env in scenario.envs)

@@ -1,4 +1,5 @@
-"""Pareto front learning with hypernetworks, PHN-HVVS and its baselines (spec methods.md §4)."""
+"""Pareto front learning with hypernetworks, PHN-HVVS and its baselines (Chen et al., ICML
+2025)."""
 
 import itertools
 from pathlib import Path
@@ -12,20 +13,18 @@ from pymoo.indicators.igd import IGD
 from pymoo.problems import get_problem
 
 import omnigym
-from omnigym.agents.methods import pareto
-from omnigym.agents.methods.pareto import (
+from omnigym.agents.methods.phn_hvvs import (
     PHNHVIAgent,
     PHNHVVSAgent,
     PHNLSAgent,
     PHNRandomRaysAgent,
     VoronoiGA,
-    claims,
     evolve_voronoi_sites,
     hypervolume_gradient,
     hypervolume_gradient_2d,
     hypervolume_weights,
 )
-from omnigym.envs.methods.pareto import (
+from omnigym.envs.methods.phn_hvvs import (
     PROBLEMS,
     REGRESSION_NOISE,
     ParetoFrontLearning,
@@ -33,8 +32,9 @@ from omnigym.envs.methods.pareto import (
     cell_points,
     simplex_points,
 )
-from omnigym.evaluators.scorecard import build_scorecard
 from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims import phn_hvvs as checker
+from tests.helpers import finished_run
 
 ENV_ID = "Methods/ParetoFrontLearning-v0"
 SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "phn_hvvs.yaml"
@@ -317,12 +317,12 @@ def _records(hv):
 @pytest.fixture
 def no_ga(monkeypatch):
     """The checker's GA record, stubbed: the GA itself is tested above."""
-    monkeypatch.setattr(pareto, "grid_variances", lambda n, j: {"ga": 1e-5, "random_sites": 1e-3})
+    monkeypatch.setattr(checker, "grid_variances", lambda n, j: {"ga": 1e-5, "random_sites": 1e-3})
 
 
 def _statuses(records):
-    result = claims(build_scorecard(records, n_resamples=200), records)
-    return [entry["status"] for entry in result["claims"]], result
+    result = checker.check(finished_run(records))
+    return [entry["status"] for entry in result], result
 
 
 def test_claims_pass_when_ls_falls_short_on_concave_fronts_and_hvvs_holds_its_own(no_ga):
@@ -336,10 +336,13 @@ def test_claims_pass_when_ls_falls_short_on_concave_fronts_and_hvvs_holds_its_ow
     )
     statuses, result = _statuses(records)
     assert statuses == ["pass", "pass", "pass", "recorded", "recorded"]
-    concave = result["claims"][0]["numbers"]["concave"]
+    concave = result[0]["measured"]["concave"]
     assert set(concave) == {"fonseca_fleming J=2", "dtlz2 J=3"}
     assert concave["fonseca_fleming J=2"]["diff"]["mean"] == pytest.approx(0.16)
-    assert result["claims"][3]["numbers"]["sites"] == {
+    assert result[4]["measured"]["ablation"]["regression J=5"]["diff"]["mean"] == pytest.approx(
+        0.01
+    )
+    assert result[3]["measured"]["sites"] == {
         f"J={n}": {"ga": 1e-5, "random_sites": 1e-3} for n in (2, 3, 5)
     }
 
@@ -352,19 +355,19 @@ def test_claims_fail_when_ls_keeps_up_hvi_drifts_or_hvvs_falls_behind(no_ga):
         }
     )
     statuses, _ = _statuses(records)
-    assert statuses[:3] == ["fail", "fail", "fail"]
+    assert statuses == ["fail", "fail", "fail", "recorded", "not run"]
 
 
 def test_claims_are_not_run_without_the_problems_they_need(no_ga):
     records = _records({"convex_quadratic J=3x": {"phn-hvvs": 1.0, "phn-ls": 1.0}})
     statuses, _ = _statuses(records)
-    assert statuses == ["not run", "not run", "not run", "recorded", "recorded"]
+    assert statuses == ["not run"] * 5
 
 
 def test_the_claims_scenario_loads_and_its_quick_profile_covers_every_checked_claim():
     scenario = load_scenario(SCENARIO)
     assert scenario.out == "results/methods/phn_hvvs"
-    assert scenario.options["claims"] == "omnigym.agents.methods.pareto:claims"
+    assert scenario.claims == "omnigym.scenarios.claims.phn_hvvs:check"
     quick = scenario.quickened()
     labels = [env.label for env in quick.envs]
     assert {"fonseca_fleming J=2", "dtlz2 J=3", "regression J=5"} <= set(labels)

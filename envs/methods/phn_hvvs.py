@@ -1,8 +1,8 @@
 """Pareto front learning with a hypernetwork, as a task: one decision vector per test ray.
 
 Chen, Wu, Liu, He, Ong, Jin, Lao, Yu, "Voronoi-grid-based Pareto Front Learning and Its
-Application to Collaborative Federated Learning", ICML 2025 (spec methods.md §4). A Pareto front
-learner (the paper's PHN-HVVS and its baselines, :mod:`omnigym.agents.methods.pareto`) sees one
+Application to Collaborative Federated Learning", ICML 2025 (``docs/methods.md``). A Pareto front
+learner (the paper's PHN-HVVS and its baselines, :mod:`omnigym.agents.methods.phn_hvvs`) sees one
 multi-objective problem and a Das–Dennis set of test rays (preference vectors on the simplex)
 and answers one decision vector per ray; the answer is scored by the hypervolume of the rays'
 loss vectors.
@@ -32,7 +32,7 @@ The losses an agent can compute from the observation are :meth:`Problem.losses` 
 ``regression`` the training mean squared errors), written once for NumPy arrays and torch
 tensors alike (``xp`` is the array module).
 
-Departures from the paper: the problems are the spec's small stand-ins for the paper's (the
+Departures from the paper: the problems are small stand-ins for the paper's (the
 paper's real-data multi-task and federated benchmarks are replaced by the linear-Gaussian
 tasks); the seed moves the Pareto set of the analytic problems, which the paper keeps fixed, so
 that episodes are distinct instances with one true front; the regression score uses the
@@ -73,7 +73,8 @@ PARTITIONS = {
 }
 #: The reference point is ideal + REFERENCE_MARGIN·(nadir − ideal).
 REFERENCE_MARGIN = 1.1
-#: Monte Carlo points on the simplex for cell areas (spec: 20k), drawn once per J from this seed.
+#: Monte Carlo points on the simplex for cell areas (20k, as the paper's GA), drawn once per J
+#: from this seed.
 CELL_POINTS, CELL_SEED = 20_000, 0
 #: Points of the true front that IGD measures against, per J (about this many).
 FRONT_POINTS = 500

@@ -1,7 +1,7 @@
 """Pareto hypernetworks on ``Methods/ParetoFrontLearning-v0``: PHN-HVVS and its baselines.
 
 Chen, Wu, Liu, He, Ong, Jin, Lao, Yu, "Voronoi-grid-based Pareto Front Learning and Its
-Application to Collaborative Federated Learning", ICML 2025 (spec methods.md §4).
+Application to Collaborative Federated Learning", ICML 2025 (``docs/methods.md``).
 
 Every agent trains a hypernetwork h(r; φ), an MLP from a ray r on the simplex to a decision
 vector, from scratch on the observed instance (the env's public ``problem.losses`` on the
@@ -23,15 +23,14 @@ their loss vectors ℓ₁ … ℓ_n as one batch and takes an Adam step on the a
 - ``phn-random-rays`` (:class:`PHNRandomRaysAgent`): an ablation, PHN-HVVS's loss with uniform
   random rays in place of one ray per Voronoi cell.
 
-λ follows the spec's reading of the paper: 5 in 2-D, 4 for DTLZ2 (the spec's other value for
-the paper's toy problems) and 0.001 for the regression tasks (the value of the paper's
-multi-task code); PHN-HVI uses the same λ. :func:`claims` checks the paper's claims on a run of
-``scenarios/claims/phn_hvvs.yaml``. The two penalties place a perfect answer at different
-points of a front: the line through r along (1, …, 1) pulls the Das–Dennis test rays towards
-the middle of DTLZ2's sphere, where their exact points have a lower hypervolume than the
-cosine's r/‖r‖ (0.60 against 0.64 at J = 3, 0.86 against 1.07 at J = 5, small size), so
-PHN-HVI has the higher ceiling there; claim 3 is therefore checked on the regression tasks
-(the paper's multi-task setting, λ = 0.001) and DTLZ2 at J = 5 is recorded beside it.
+λ follows our reading of the paper: 5 in 2-D, 4 for DTLZ2 (the paper's other value for its toy
+problems) and 0.001 for the regression tasks (the value of the paper's multi-task code); PHN-HVI
+uses the same λ. The two penalties place a perfect answer at different points of a front: the line
+through r along (1, …, 1) pulls the Das–Dennis test rays towards the middle of DTLZ2's sphere, where
+their exact points have a lower hypervolume than the cosine's r/‖r‖ (0.60 against 0.64 at J = 3,
+0.86 against 1.07 at J = 5, small size), so PHN-HVI has the higher ceiling there; the claims checker
+(:mod:`omnigym.scenarios.claims.phn_hvvs`) therefore checks "HVVS ≥ HVI at many objectives" on the
+regression tasks (the paper's multi-task setting, λ = 0.001) and records DTLZ2 at J = 5 beside it.
 
 Departures from the paper: rays, training and the GA are sized for a CPU (16 rays per step,
 1000 Adam steps in 2-D and 1500 beyond, a 100-wide two-hidden-layer MLP whose output is
@@ -48,8 +47,7 @@ included.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -60,17 +58,15 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from threadpoolctl import threadpool_limits
 from torch import nn
 
-from omnigym.envs.methods.pareto import (
+from omnigym.envs.methods.phn_hvvs import (
     cell_area_variance,
     cell_points,
     nearest_site,
     simplex_points,
 )
-from omnigym.evaluators.claims import claim
-from omnigym.evaluators.stats import summarize
 from omnigym.threads import one_torch_thread
 
-#: Margin of the training reference point over the worst loss (the spec's 1.1·max ℓ).
+#: Margin of the training reference point over the worst loss (the paper's 1.1·max ℓ).
 DYNAMIC_REFERENCE = 1.1
 #: λ per problem name (the paper's values), for the line-distance and cosine penalties.
 PENALTIES = {"fonseca_fleming": 5.0, "convex_quadratic": 5.0, "dtlz2": 4.0, "regression": 0.001}
@@ -158,7 +154,8 @@ def hypervolume_weights(
 
 @dataclass(frozen=True)
 class VoronoiGA:
-    """The GA's settings (spec methods.md §4); ``seed`` makes the grid a constant of the method."""
+    """The GA's settings (the paper's, see the module docstring); ``seed`` makes the grid a
+    constant of the method."""
 
     population: int = 20
     generations: int = 100
@@ -420,144 +417,3 @@ class PHNLSAgent(_ParetoHypernetwork):
 
     def loss(self, losses, rays, reference, rng):
         return (rays * losses).sum()
-
-
-# ---- the claims of spec methods.md §4 ---------------------------------------------------------
-
-HVVS, LS, HVI, RANDOM_RAYS = "phn-hvvs", "phn-ls", "phn-hvi", "phn-random-rays"
-#: "HVI ≈ HVVS": the mean paired relative HV difference is within this fraction.
-SAME_HV = 0.02
-#: The problems with a concave front, where linear scalarisation misses most of it.
-CONCAVE = ("fonseca_fleming", "dtlz2")
-_LABEL = re.compile(r"^(?P<problem>[a-z_0-9]+) J=(?P<n_obj>\d+)$")
-
-
-def _env_labels(scorecard: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
-    """Env label -> (problem, J) for every label of the form ``"<problem> J=<n>"``."""
-    found = {}
-    for label in scorecard["envs"]:
-        match = _LABEL.match(label)
-        if match:
-            found[label] = (match["problem"], int(match["n_obj"]))
-    return found
-
-
-def _hv_by_episode(records: Sequence[Mapping[str, Any]], env: str, agent: str) -> dict:
-    """(seed, episode) -> HV of ``agent``'s valid episodes on ``env``."""
-    return {
-        (r["seed"], r["episode"]): r["metrics"]["hv"]
-        for r in records
-        if r["env_id"] == env and r["agent"] == agent and "hv" in (r.get("metrics") or {})
-    }
-
-
-def paired_difference(
-    records: Sequence[Mapping[str, Any]], env: str, agent_x: str, agent_y: str, relative: bool
-) -> dict[str, Any] | None:
-    """HV(x) − HV(y) over the episodes both agents played on ``env`` (the same instances),
-    divided by HV(y) when ``relative``: mean and stratified bootstrap CI; None if none."""
-    x, y = _hv_by_episode(records, env, agent_x), _hv_by_episode(records, env, agent_y)
-    keys = sorted(set(x) & set(y))
-    if not keys or (relative and any(y[key] <= 0 for key in keys)):
-        return None
-    differences = [(x[k] - y[k]) / (y[k] if relative else 1.0) for k in keys]
-    summary = summarize(differences, [k[0] for k in keys], n_resamples=2000)
-    return {"mean": summary["mean"], "ci95": summary["ci95"], "episodes": len(keys)}
-
-
-def claims(scorecard: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's claims on a run of ``scenarios/claims/phn_hvvs.yaml``.
-
-    Environments are read from their labels (``"<problem> J=<objectives>"``, e.g.
-    ``"dtlz2 J=5"``), agents by their registry names. Agents are compared on the same
-    instances (the episode seeds are shared), by the paired HV differences' means and 95%
-    bootstrap CIs. Claim 1 (LS below HVVS) needs the CI above 0 on every Fonseca–Fleming and
-    DTLZ2 env; claim 2 (HVI ≈ HVVS) a mean relative difference within ±:data:`SAME_HV` on every
-    2-objective env; claim 3 (HVVS ≥ HVI) a mean difference ≥ 0 on every regression env with
-    4–7 objectives (the paper's multi-task setting; DTLZ2 at J ≥ 4 is recorded beside it).
-    Claim 4 (the GA lowers the cell-area variance) and claim 5 (Voronoi rays against uniform
-    random rays under the same loss) are recorded.
-    """
-    envs = _env_labels(scorecard)
-    hv = {
-        (r["env_id"], r["agent"]): r["metrics"]["hv"]
-        for r in scorecard["results"]
-        if "hv" in r["metrics"]
-    }
-
-    def compared(agent: str, wanted, relative: bool = False) -> dict[str, Any]:
-        """env -> the HVs of HVVS and ``agent`` and HVVS's paired difference to it."""
-        found = {}
-        for env, (problem, n_obj) in sorted(envs.items()):
-            if not wanted(problem, n_obj) or (env, HVVS) not in hv or (env, agent) not in hv:
-                continue
-            pair = (HVVS, agent) if not relative else (agent, HVVS)
-            difference = paired_difference(records, env, *pair, relative=relative)
-            if difference is not None:
-                found[env] = {HVVS: hv[(env, HVVS)], agent: hv[(env, agent)], "diff": difference}
-        return found
-
-    concave = compared(LS, lambda problem, n_obj: problem in CONCAVE)
-    convex = compared(LS, lambda problem, n_obj: problem not in CONCAVE)
-    planar = compared(HVI, lambda problem, n_obj: n_obj == 2, relative=True)
-    many = compared(HVI, lambda problem, n_obj: problem == "regression" and n_obj >= 4)
-    many_dtlz2 = compared(HVI, lambda problem, n_obj: problem == "dtlz2" and n_obj >= 4)
-    ablation = compared(RANDOM_RAYS, lambda problem, n_obj: True)
-
-    def status(checked: Mapping[str, Any], holds) -> str:
-        if not checked:
-            return "not run"
-        return "pass" if all(holds(entry["diff"]) for entry in checked.values()) else "fail"
-
-    return {
-        "source": "Chen et al., ICML 2025 (spec methods.md §4, grade B)",
-        "claims": [
-            claim(
-                1,
-                "PHN-LS misses the concave parts of the front: lower HV than PHN-HVVS on "
-                "Fonseca–Fleming and DTLZ2 (HVVS − LS CI above 0; convex problems recorded)",
-                status(concave, lambda diff: diff["ci95"][0] > 0),
-                concave=concave,
-                convex=convex,
-            ),
-            claim(
-                2,
-                f"PHN-HVI ≈ PHN-HVVS in 2-D: mean relative HV difference within ±{SAME_HV:.0%}",
-                status(planar, lambda diff: abs(diff["mean"]) <= SAME_HV),
-                two_objectives=planar,
-            ),
-            claim(
-                3,
-                "PHN-HVVS ≥ PHN-HVI at 4–7 objectives (multi-task regression; mean HVVS − HVI "
-                "≥ 0 on every J; DTLZ2 at J ≥ 4 recorded)",
-                status(many, lambda diff: diff["mean"] >= 0),
-                regression=many,
-                dtlz2=many_dtlz2,
-            ),
-            claim(
-                4,
-                "the GA lowers the cell-area variance Var(p) of the 16 Voronoi sites below that "
-                "of random sites; the answers' cell-area variance per agent",
-                "recorded",
-                sites={
-                    f"J={n_obj}": grid_variances(16, n_obj)
-                    for n_obj in sorted({n_obj for _, n_obj in envs.values()})
-                },
-                answers={
-                    env: {
-                        r["agent"]: r["metrics"]["cell_area_variance"]
-                        for r in scorecard["results"]
-                        if r["env_id"] == env and "cell_area_variance" in r["metrics"]
-                    }
-                    for env in sorted(envs)
-                },
-            ),
-            claim(
-                5,
-                "ablation: PHN-HVVS's loss with one ray per Voronoi cell against uniform random "
-                "rays (HVVS − random-rays HV)",
-                "recorded",
-                ablation=ablation,
-            ),
-        ],
-    }

@@ -1,7 +1,7 @@
 """Compress a sparse mixture-of-experts layer to a fixed expert budget without retraining.
 
 Chen, Liu, Sun, Chao, Hsu, Lee, "Retraining-Free Merging of Sparse MoE via Hierarchical
-Clustering", ICML 2025 (spec methods.md §3).
+Clustering", ICML 2025 (``docs/methods.md``).
 
 An instance is one SMoE layer in Mixtral's form: E = 16 SwiGLU experts
 
@@ -41,13 +41,13 @@ text; the reward is minus the held-out cross-entropy (nats per byte) of the mode
 compressed layer, the downstream number at the fixed expert budget.
 
 :func:`moe_forward`, :func:`route`, :func:`mix` and :func:`expert_outputs` are public: the agents
-(``omnigym.agents.methods.moe_merging``) compute their expert representations and routing
+(``omnigym.agents.methods.hc_smoe``) compute their expert representations and routing
 statistics with the same code the score uses.
 
 Departures from the paper: one synthetic layer (or one layer of a tiny self-trained model)
 stands in for every layer of Qwen1.5-MoE and Mixtral 8×7B, and relative output error (or
 held-out byte loss) for the eight zero-shot tasks; the generator (families, σ, the two router
-kinds) is the spec's, not the paper's. Gates are Mixtral's renormalised top-2 throughout
+kinds) is ours, not the paper's. Gates are Mixtral's renormalised top-2 throughout
 (Qwen1.5-MoE does not renormalise). The language-model variant's text depends on the Python
 version's standard library, so its numbers are reproducible per interpreter version.
 """
@@ -363,7 +363,7 @@ class MoEMerging(MethodEnv):
     and ``w_up`` ``Box(-inf, inf, (16, hidden, d), float64)``, ``w_down``
     ``Box(-inf, inf, (16, d, hidden), float64)`` and ``target_experts`` ``Discrete(16,
     start=1)``. (d, hidden, n_calibration, n_held_out) is (16, 32, 500, 1000) at
-    ``size="small"`` and the spec's (32, 64, 2000, 4000) at ``size="paper"``.
+    ``size="small"`` and (32, 64, 2000, 4000) at ``size="paper"``.
 
     ## Rewards
 

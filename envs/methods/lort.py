@@ -1,7 +1,7 @@
 """Transferable low-tubal-rank tensor regression: the task of LoRT / D-LoRT.
 
 Wang, Qiu, Jin, Zhou, Zhao, "Low-Rank Tensor Transitions (LoRT) for Transferable Tensor
-Regression", ICML 2025 (spec methods.md §2). A target task with few samples and K source tasks
+Regression", ICML 2025 (``docs/methods.md``). A target task with few samples and K source tasks
 with more samples all observe linear measurements of related low-tubal-rank tensors; a method
 estimates the target tensor, using the sources where they help. The methods (LoRT, D-LoRT) and
 their baselines are the agents of :mod:`omnigym.agents.methods.lort`.

@@ -1,4 +1,4 @@
-"""Reference bots for no-press Diplomacy (spec diplomacy.md §4): random, greedy and defensive.
+"""Reference bots for no-press Diplomacy (``docs/diplomacy.md``): random, greedy and defensive.
 
 The Diplomacy literature evaluates against DipNet, DNVI and Cicero (DipLLM, Xu et al., ICML
 2025); their weights are not available offline, so these scripted players stand in for them:
@@ -23,10 +23,12 @@ Every order a bot emits is one of ``info["possible_orders"]``, so it is always l
 adjustment phases a bot orders exactly as many builds or removals as its power is due, so the
 engine never drops a surplus one. Randomness (the random bot's choices, the heuristic bots' tie
 breaks) comes from a NumPy generator seeded by the constructor's ``seed`` and again by
-``reset(seed)``: same seed, same board, same orders. With ``action_format="index"`` the orders
-are encoded with :func:`omnigym.envs.diplomacy.orders.orders_to_action`.
+``reset(seed)``: same seed, same board, same orders (:class:`~.base.PowerAgent`, which also
+encodes the orders with :func:`omnigym.envs.diplomacy.orders.orders_to_action` under
+``action_format="index"``).
 
-Departures from the spec's one-line descriptions: the greedy bot also convoys (over a single own
+Departures from the usual one-line descriptions of such bots (random, greedy for supply centres,
+defensive): the greedy bot also convoys (over a single own
 fleet) so that England's armies are not stranded, and retreats to the province fewest enemy
 units can enter; the defensive bot expands into neighbouring centres no enemy can contest, so
 it does not sit on its home centres for the whole game. The bots know nothing of other powers'
@@ -35,14 +37,14 @@ intentions (no press, no search).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import numpy as np
+from .base import PowerAgent
 
 #: Distance of a province no path reaches (larger than any path on a map).
 UNREACHABLE = 10_000
@@ -211,27 +213,12 @@ def unit_text(unit: Unit) -> str:
     return f"{unit[0]} {unit[1]}"
 
 
-class _Bot(ABC):
-    """The agent protocol shared by the bots: seeding, and turning orders into an action."""
+class _Bot(PowerAgent):
+    """A reference bot: built from the omnigym agent arguments, with a random tie-breaker."""
 
     def __init__(self, env: Any = None, seed: int = 0) -> None:
         # ``env`` is accepted for the omnigym agent protocol; the bots read everything from info.
-        self._seed = seed
-        self._rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        self._rng = np.random.default_rng(self._seed if seed is None else seed)
-
-    def act(self, observation: Any, info: dict[str, Any]) -> Any:
-        from omnigym.envs.diplomacy.orders import as_action
-
-        return as_action(
-            self.orders(info) if info["orderable_locations"] else [], observation, info
-        )
-
-    @abstractmethod
-    def orders(self, info: dict[str, Any]) -> list[str]:
-        """This phase's orders, each one of ``info["possible_orders"]``."""
+        super().__init__(seed)
 
     def _jitter(self) -> float:
         """A random tie-breaker, so that a bot's equal choices vary with its seed."""
