@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,chess,rl,diplomacy,data,methods,llm
+EXTRAS ?= dev,chess,rl,diplomacy,data,methods,rag,llm,distributed
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -57,6 +57,7 @@ bench: $(STAMP) stockfish
 	$(BIN)/python benchmarks/diplomacy_speed.py > benchmarks/results/diplomacy.json
 	$(BIN)/python benchmarks/diplomacy_bots.py > benchmarks/results/diplomacy_bots.json
 	$(BIN)/python benchmarks/llm_speed.py > benchmarks/results/llm.json
+	$(BIN)/python benchmarks/scaling.py --out benchmarks/results/scaling.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -127,8 +127,9 @@ def _source_text(entry: Entry) -> str:
         quick = " --quick" if entry.scenario.profile == "quick" else ""
         return f"not run yet: `{command}{quick}`"
     profile = entry.claims.get("profile", "full")
-    where = "recorded full run" if entry.source == "recorded" else f"{profile} run"
-    return f"{where} in `{entry.folder}`"
+    if entry.source == "recorded":
+        return f"recorded full run in `docs/results/{entry.paper}`"
+    return f"{profile} run in `{entry.folder}`"
 
 
 def _markdown(entries: list[Entry], links: dict[str, str | None]) -> str:

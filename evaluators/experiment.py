@@ -7,16 +7,19 @@ owns the plumbing every paper needs, once:
 - the **run folder** (:class:`RunFolder`): ``scenario.yaml`` (the scenario as run, with its
   profile), ``episodes.jsonl`` (the resume log, :class:`~omnigym.evaluators.store.EpisodeStore`),
   ``diagnostics.jsonl`` (one JSON line per piece of work: ``{"stage": ..., ...}``, with wall and
-  CPU seconds from :func:`timed`), ``learning_curves.jsonl``, checkpoints under
+  CPU seconds and peak memory from :func:`timed`), ``learning_curves.jsonl``, checkpoints under
   ``checkpoints/<env>/<agent>/seed<k>`` (one naming rule, written whole or not at all), and a
   stage's own artefacts under ``<stage>/``;
-- **one worker pool** (:class:`~omnigym.pool.WorkerPool`, ``self.pool``) for episodes and jobs;
+- **one worker pool** (``self.pool``, :func:`omnigym.pool.make_pool`: local processes or Ray
+  tasks, as the scenario's ``backend``, ``address`` and ``resources`` say) for episodes and jobs;
 - **options** checked against the class's ``defaults`` (unknown keys are errors; mappings are
   merged one level deep), before anything is written;
 - **outputs**: ``scorecard.json`` (the generic scorecard plus the experiment's blocks),
   ``scorecard.md`` (the experiment's summary, then the per-run table), ``report.html``, and, with
   ``claims:`` in the scenario, ``claims.json`` / ``claims.md`` from the paper's checker
-  (:mod:`omnigym.evaluators.claims`), called as ``check(run)`` with the finished :class:`Run`.
+  (:mod:`omnigym.evaluators.claims`), called as ``check(run)`` with the finished :class:`Run`;
+  the scorecard's ``timing`` block (:mod:`omnigym.evaluators.timing`) adds up what the episodes
+  and jobs cost in the processes that ran them.
 
 :class:`TrainThenEvaluate` is the default experiment: each agent with a ``train:`` budget is
 trained per (env, seed) (``learn(env, budget)``; saved if it can be, and loaded on a re-run),
@@ -44,7 +47,8 @@ import yaml
 
 from omnigym.agent import make_agent
 from omnigym.io import atomic_write_text
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool, make_pool
+from omnigym.processes import measured
 from omnigym.registry import load_entry_point, make
 from omnigym.scenario import DEFAULT_EXPERIMENT, AgentEntry, EnvEntry, Scenario
 
@@ -53,6 +57,7 @@ from .report import write_report
 from .rollout import Record, evaluate
 from .scorecard import build_scorecard, format_table, overview, write_scorecard
 from .store import EpisodeStore, read_records
+from .timing import format_timing, timing_block
 
 SCENARIO_FILE = "scenario.yaml"
 DIAGNOSTICS_FILE = "diagnostics.jsonl"
@@ -80,15 +85,17 @@ def safe_name(name: str) -> str:
 
 @contextmanager
 def timed() -> Iterator[dict[str, float]]:
-    """``with timed() as timing:`` fills ``timing`` with the block's wall ``seconds`` and the
-    ``cpu_seconds`` of this process (what a worker's job spends)."""
+    """``with timed() as timing:`` fills ``timing`` with the block's wall ``seconds``, the
+    ``cpu_seconds`` of this process and its child programs, and its ``peak_rss_mb`` (what a
+    worker's job spends, measured in the worker: :func:`omnigym.processes.measured`)."""
     timing: dict[str, float] = {}
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall = time.perf_counter()
     try:
-        yield timing
+        with measured() as usage:
+            yield timing
     finally:
         timing["seconds"] = time.perf_counter() - wall
-        timing["cpu_seconds"] = time.process_time() - cpu
+        timing.update(usage)
 
 
 class RunFolder:
@@ -227,7 +234,7 @@ class Experiment:
         self.run.check_profile(scenario)
         self.on_episode = on_episode
         self.check()
-        self.pool: WorkerPool | None = None
+        self.pool: Pool | None = None
         self.store: EpisodeStore | None = None
 
     @classmethod
@@ -268,10 +275,25 @@ class Experiment:
 
     # ---- running ------------------------------------------------------------------------------
 
+    def make_pool(self) -> Pool:
+        """The pool the scenario asks for (:func:`omnigym.pool.make_pool`); raises
+        :class:`~omnigym.pool.BackendError` when its backend cannot serve it."""
+        scenario = self.scenario
+        return make_pool(
+            scenario.workers,
+            backend=scenario.backend,
+            address=scenario.address,
+            cpus_per_job=scenario.resources.cpus_per_job,
+            memory_per_job=scenario.resources.memory_per_job,
+            job=f"each job of {scenario.name!r}",
+        )
+
     def execute(self) -> RunOutput:
-        """Run every stage into the run folder (resuming), then write the outputs."""
-        self.run.write_scenario(self.scenario)
-        with EpisodeStore(self.run.root) as store, WorkerPool(self.scenario.workers) as pool:
+        """Run every stage into the run folder (resuming) in the pool of :meth:`make_pool`
+        (made first: a backend that cannot serve fails before anything is written), then write
+        the outputs."""
+        with self.make_pool() as pool, EpisodeStore(self.run.root) as store:
+            self.run.write_scenario(self.scenario)
             self.store, self.pool = store, pool
             try:
                 for stage in self.stages:
@@ -362,17 +384,20 @@ def write_outputs(
     summary: str = "",
     claims: dict[str, Any] | None = None,
 ) -> RunOutput:
-    """Write ``scorecard.json``, ``scorecard.md`` (``summary`` first) and ``report.html`` (with
-    the claims and the folder's learning curves) for ``records``."""
+    """Write ``scorecard.json``, ``scorecard.md`` (``summary`` first, the timing table last)
+    and ``report.html`` (with the claims and the folder's learning curves) for ``records``."""
     out = Path(folder)
     scorecard = build_scorecard(records) if scorecard is None else scorecard
+    scorecard["timing"] = timing_block(records, RunFolder(out).diagnostics())
     json_path, md_path = write_scorecard(scorecard, out)
     table = format_table(scorecard)
+    markdown = md_path.read_text(encoding="utf-8")
     if summary:
-        atomic_write_text(
-            md_path,
-            f"# Scorecard: {title}\n\n{overview(scorecard)}.\n\n{summary}\n# Per run\n\n{table}",
+        markdown = (
+            f"# Scorecard: {title}\n\n{overview(scorecard)}.\n\n{summary}\n# Per run\n\n{table}"
         )
+    timing = format_timing(scorecard["timing"])
+    atomic_write_text(md_path, f"{markdown}\n{timing}" if timing else markdown)
     html_path = write_report(
         scorecard,
         out,
@@ -380,7 +405,7 @@ def write_outputs(
         learning_curves=RunFolder(out).learning_curves(),
         claims=claims,
     )
-    shown = f"{table}\n{summary}" if summary else table
+    shown = "\n".join(part for part in (table, summary, timing) if part)
     return RunOutput(out, scorecard, json_path, md_path, html_path, shown, claims)
 
 

@@ -18,9 +18,9 @@ environment's, ``docs/diplomacy.md``):
 
 Seeds follow :mod:`omnigym.evaluators.rollout`: game ``g`` of run seed ``s`` draws its
 environment seed and one agent seed per seat from NumPy's ``SeedSequence([s, g])``, so a record
-never depends on which worker played it or in which order. Games run in a
-:class:`~omnigym.pool.WorkerPool` (an experiment's own, or one started for the call), in
-batches that each build their environment once.
+never depends on which worker played it or in which order. Games run in a pool
+(:mod:`omnigym.pool`: local processes or Ray tasks; an experiment's own, or local processes
+started for the call), in batches that each build their environment once.
 
 Departure from the papers: they report the rates without confidence intervals, and their
 opponents are learned agents; here the opponents are any registered agent (the reference bots
@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from omnigym.agent import make_agent
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool, WorkerPool
+from omnigym.processes import measured
 from omnigym.registry import EnvInfo, make, register, spec
 
 from .stats import summarize
@@ -85,8 +86,9 @@ def play_match(
 
     The environment is reset with ``seed``; the agent on the i-th of ``possible_agents`` is
     reset with the i-th seed of ``SeedSequence(seed)``. The record holds ``env_id``, ``seed``,
-    ``phases`` (environment steps), ``wall_time`` and ``results``: seat -> that seat's final
-    metrics (:data:`METRICS`).
+    ``phases`` (environment steps), ``wall_time``, ``cpu_seconds`` and ``peak_rss_mb`` (what
+    the game cost this process) and ``results``: seat -> that seat's final metrics
+    (:data:`METRICS`).
     """
     env = make(env_id, **(env_kwargs or {}))
     try:
@@ -109,27 +111,35 @@ def _check_seats(env: Any, agents: Mapping[str, Any]) -> None:
 def _play(
     env: Any, agents: Mapping[str, Any], env_seed: int, agent_seeds: Mapping[str, int]
 ) -> Record:
-    """One game on an existing environment: phases, wall time and each seat's final metrics."""
+    """One game on an existing environment: phases, what it cost (wall time, and the CPU
+    seconds and peak memory of this process: :func:`omnigym.processes.measured`) and each
+    seat's final metrics."""
     start = time.perf_counter()
-    for seat, agent in agents.items():
-        reset_agent = getattr(agent, "reset", None)
-        if reset_agent is not None:
-            reset_agent(agent_seeds[seat])
-    observations, infos = env.reset(seed=env_seed)
-    results: dict[str, dict[str, Any]] = {}
-    phases = 0
-    while env.agents:
-        actions = {seat: agents[seat].act(observations[seat], infos[seat]) for seat in env.agents}
-        observations, _, terminations, truncations, infos = env.step(actions)
-        phases += 1
-        for seat in actions:
-            if terminations[seat] or truncations[seat]:
-                metrics = infos[seat]["metrics"]
-                results[seat] = {name: kind(metrics[name]) for name, kind in METRICS.items()}
+    with measured() as usage:
+        for seat, agent in agents.items():
+            reset_agent = getattr(agent, "reset", None)
+            if reset_agent is not None:
+                reset_agent(agent_seeds[seat])
+        observations, infos = env.reset(seed=env_seed)
+        results: dict[str, dict[str, Any]] = {}
+        phases = 0
+        while env.agents:
+            actions = {s: agents[s].act(observations[s], infos[s]) for s in env.agents}
+            observations, _, terminations, truncations, infos = env.step(actions)
+            phases += 1
+            for seat in actions:
+                if terminations[seat] or truncations[seat]:
+                    metrics = infos[seat]["metrics"]
+                    results[seat] = {name: kind(metrics[name]) for name, kind in METRICS.items()}
     missing = sorted(set(agents) - set(results))
     if missing:
         raise RuntimeError(f"the game ended without final metrics for {missing}")
-    return {"phases": phases, "wall_time": time.perf_counter() - start, "results": results}
+    return {
+        "phases": phases,
+        "wall_time": time.perf_counter() - start,
+        **usage,
+        "results": results,
+    }
 
 
 @dataclass(frozen=True)
@@ -171,7 +181,7 @@ class _Match:
             "n_seats": len(seats),
             **played["results"][seat],
             "phases": played["phases"],
-            "wall_time": played["wall_time"],
+            **{key: played[key] for key in ("wall_time", "cpu_seconds", "peak_rss_mb")},
         }
 
 
@@ -198,7 +208,7 @@ def one_vs_rest(
     env_kwargs: dict[str, Any] | None = None,
     workers: int = 1,
     labels: tuple[str, str] | None = None,
-    pool: WorkerPool | None = None,
+    pool: Pool | None = None,
 ) -> list[Record]:
     """Play ``agent`` against copies of ``opponent`` on every seat in turn.
 
@@ -207,12 +217,12 @@ def one_vs_rest(
     other seat, so each seat is played ``games_per_seat`` times. ``agent`` and ``opponent`` are
     registry names or factories (a fresh instance per seat and game; a factory must pickle to
     run in worker processes); ``labels`` names them in the records (default: the names, or the
-    factories' ``__name__``). ``pool`` plays the games in that
-    :class:`~omnigym.pool.WorkerPool` (an experiment's, serving all its matches; its worker
-    count replaces ``workers``); without one, a pool of ``workers`` is started for this call
-    alone (one worker plays here). Returns one record per game, ordered by (seed, game):
+    factories' ``__name__``). ``pool`` plays the games in that pool
+    (:mod:`omnigym.pool`, local or Ray; an experiment's, serving all its matches; its worker
+    count replaces ``workers``); without one, a local pool of ``workers`` is started for this
+    call alone (one worker plays here). Returns one record per game, ordered by (seed, game):
     ``env_id, agent, opponent, seat, seed, game, n_seats``, the evaluated seat's
-    :data:`METRICS`, ``phases`` and ``wall_time``.
+    :data:`METRICS`, ``phases``, ``wall_time``, ``cpu_seconds`` and ``peak_rss_mb``.
     """
     info = spec(env_id)  # unknown ids fail here, before anything is built
     if info.kind != "multi":
@@ -238,7 +248,7 @@ def one_vs_rest(
     return _play_games(pool, match, tasks)
 
 
-def _play_games(pool: WorkerPool, match: _Match, tasks: list[tuple[int, int]]) -> list[Record]:
+def _play_games(pool: Pool, match: _Match, tasks: list[tuple[int, int]]) -> list[Record]:
     """The games of ``tasks`` in ``pool``, in batches that each build their environment once;
     the records come back in task order. Each game is seeded by its (seed, game) alone, so the
     batching changes no record."""

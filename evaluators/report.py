@@ -64,7 +64,7 @@ figure img { display: block; max-width: 100%; height: auto; }
 table { border-collapse: collapse; font-size: 13.5px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 10px; border-bottom: 1px solid #e9ecf0; text-align: right; }
 th { background: #f1f3f6; font-weight: 600; border-bottom: 1px solid #cfd4dc; }
-th.text, td.env, td.agent { text-align: left; }
+th.text, td.text, td.env, td.agent { text-align: left; }
 td.env { font-weight: 600; vertical-align: top; border-right: 1px solid #e9ecf0; }
 td.missing { color: #9aa1ad; }
 .results { width: 100%; }

@@ -3,10 +3,12 @@
 :func:`evaluate` is the entry point. Episodes are identified by ``(seed, episode)``; each gets its
 own environment seed and agent seed derived from that pair with NumPy's ``SeedSequence``, so a
 result never depends on which worker played it or in which order. With ``workers > 1`` the
-episodes run in the worker processes of a :class:`~omnigym.pool.WorkerPool`, each of which builds
-its environment and agent once per evaluation and then plays many episodes; a pool kept across
-evaluations serves a whole scenario (:func:`play_in_pool`). With a ``store`` the run resumes:
-stored episodes are skipped, new ones are appended and flushed one by one.
+episodes run in the workers of a pool (:mod:`omnigym.pool`: local processes or Ray tasks), each of
+which builds its environment and agent once per evaluation and then plays many episodes; a pool
+kept across evaluations serves a whole scenario (:func:`play_in_pool`). With a ``store`` the run
+resumes: stored episodes are skipped, new ones are appended and flushed one by one, also when the
+run is interrupted. Each record carries the episode's wall time and the CPU seconds and peak
+memory that the process which played it spent on it (:func:`omnigym.processes.measured`).
 """
 
 from __future__ import annotations
@@ -15,19 +17,24 @@ import itertools
 import pickle
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from omnigym.agent import make_agent
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool, WorkerPool
+from omnigym.processes import measured
 from omnigym.registry import make, spec
 
 from .store import EpisodeKey, EpisodeStore
 
 Record = dict[str, Any]
+
+MEASURED_KEYS = ("wall_time", "cpu_seconds", "peak_rss_mb")
+"""The keys of an episode record that measure what it cost: the rest is the same on every run
+of the same seeds, on any backend."""
 
 
 def episode_seeds(seed: int, episode: int) -> tuple[int, int]:
@@ -68,25 +75,27 @@ class Job:
 
 
 def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
-    """Play one episode and return its record (without env id and agent label)."""
+    """Play one episode and return its record (without env id and agent label); ``wall_time``,
+    ``cpu_seconds`` and ``peak_rss_mb`` are what it cost this process."""
     env_seed, agent_seed = episode_seeds(seed, episode)
     start = time.perf_counter()
-    reset_agent = getattr(agent, "reset", None)
-    if reset_agent is not None:
-        reset_agent(agent_seed)
-    observation, info = env.reset(seed=env_seed)
-    act, step = agent.act, env.step  # the loop below is the evaluator's hot path
-    total_reward = 0.0
-    total_cost = None
-    length = 0
-    while True:
-        observation, reward, terminated, truncated, info = step(act(observation, info))
-        total_reward += reward
-        length += 1
-        if "cost" in info:
-            total_cost = (total_cost or 0.0) + float(info["cost"])
-        if terminated or truncated:
-            break
+    with measured() as usage:
+        reset_agent = getattr(agent, "reset", None)
+        if reset_agent is not None:
+            reset_agent(agent_seed)
+        observation, info = env.reset(seed=env_seed)
+        act, step = agent.act, env.step  # the loop below is the evaluator's hot path
+        total_reward = 0.0
+        total_cost = None
+        length = 0
+        while True:
+            observation, reward, terminated, truncated, info = step(act(observation, info))
+            total_reward += reward
+            length += 1
+            if "cost" in info:
+                total_cost = (total_cost or 0.0) + float(info["cost"])
+            if terminated or truncated:
+                break
     success = info.get("success")
     normalized = info.get("normalized_score")
     return {
@@ -103,6 +112,7 @@ def run_episode(env: Any, agent: Any, seed: int, episode: int) -> Record:
         "terminated": bool(terminated),
         "truncated": bool(truncated),
         "wall_time": time.perf_counter() - start,
+        **usage,
     }
 
 
@@ -145,27 +155,38 @@ _tokens = itertools.count()
 
 
 def play_in_pool(
-    pool: WorkerPool, job: Job, tasks: list[tuple[int, int]], collect: Callable[[Record], None]
+    pool: Pool, job: Job, tasks: list[tuple[int, int]], collect: Callable[[Record], None]
 ) -> None:
     """Play ``tasks`` (``(seed, episode)`` pairs) of ``job`` in ``pool``'s workers, passing each
     record to ``collect`` as its batch comes back. ``job`` is pickled once and built at most once
-    per worker."""
+    per worker. Interrupted (Ctrl-C, SIGTERM), it still passes on the batches already back."""
     token, payload = next(_tokens), pickle.dumps(job)
     # Episodes travel in small batches: one message per episode would cost the parent as much
     # CPU as a fast episode. A batch is at most 1/8 of a worker's share and at most 32 episodes,
     # so a killed run loses little, and at most 4 batches per worker are in flight.
     size = max(1, min(32, len(tasks) // (8 * pool.workers)))
     batches = iter([tasks[start : start + size] for start in range(0, len(tasks), size)])
-    in_flight = set()
-    while True:
-        for batch in itertools.islice(batches, 4 * pool.workers - len(in_flight)):
-            in_flight.add(pool.submit(_worker_episodes, token, payload, batch))
-        if not in_flight:
-            break
-        done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-        for future in done:
-            for record in future.result():
-                collect(record)
+    in_flight: set[Future] = set()
+    back: list[Future] = []  # batches back, not yet passed on
+    try:
+        while True:
+            for batch in itertools.islice(batches, 4 * pool.workers - len(in_flight)):
+                in_flight.add(pool.submit(_worker_episodes, token, payload, batch))
+            if not in_flight:
+                break
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            back = list(done)
+            while back:
+                for record in back[-1].result():
+                    collect(record)
+                back.pop()
+    except KeyboardInterrupt:
+        # Stored episodes are never written twice, so a batch cut short is passed on whole.
+        for future in back + [future for future in in_flight if future.done()]:
+            if not future.cancelled() and future.exception() is None:
+                for record in future.result():
+                    collect(record)
+        raise
 
 
 def evaluate(
@@ -180,7 +201,7 @@ def evaluate(
     env_label: str | None = None,
     store: EpisodeStore | None = None,
     on_episode: Callable[[Record], None] | None = None,
-    pool: WorkerPool | None = None,
+    pool: Pool | None = None,
 ) -> list[Record]:
     """Play ``episodes`` episodes for each of ``seeds`` and return their records.
 
@@ -189,9 +210,9 @@ def evaluate(
     with the registered id as ``env_base``) and ``agent`` (``label``,
     by default the agent's name or class name). Episodes already in ``store`` are not replayed;
     new ones are appended to it as they finish. ``on_episode`` is called after each new episode
-    (progress bars). ``pool`` runs the episodes in that :class:`~omnigym.pool.WorkerPool` (its
-    worker count replaces ``workers``; a one-worker pool plays here); without one,
-    ``workers > 1`` starts a pool for this call alone.
+    (progress bars). ``pool`` runs the episodes in that pool (:mod:`omnigym.pool`; its worker
+    count replaces ``workers``; a one-worker local pool plays here); without one, ``workers > 1``
+    starts a local pool for this call alone.
     """
     spec(env_id)  # unknown ids fail here, before any process starts
     if episodes < 1:
@@ -216,7 +237,7 @@ def evaluate(
             on_episode(record)
 
     tasks = [(seed, episode) for _, _, seed, episode in todo]
-    if pool is not None and pool.workers > 1 and todo:
+    if pool is not None and not pool.runs_here and todo:
         play_in_pool(pool, job, tasks, collect)
     elif todo and (workers == 1 or pool is not None):
         env, built_agent = job.build()

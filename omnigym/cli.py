@@ -1,8 +1,11 @@
 """The ``omnigym`` command line: list, eval, run, claims, report, bench, dataset, play, render.
 
-Bad input (an unknown environment or agent, a malformed scenario) prints one clear message to
-stderr and exits with status 2 before anything is written. Long work shows a progress bar on
-stderr, so ``--json`` output on stdout stays machine-readable.
+Bad input (an unknown environment or agent, a malformed scenario, a backend that cannot serve:
+Ray not installed, a cluster out of reach, a job bigger than any node) prints one clear message
+to stderr and exits with status 2 before anything is written. Long work shows a progress bar on
+stderr, so ``--json`` output on stdout stays machine-readable. Ctrl-C and SIGTERM stop a run
+cleanly: the finished episodes are stored, every process the run started ends, and the message
+says how to resume (the same command; exit status 130 or 143).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shlex
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -19,8 +24,10 @@ from typing import Any
 
 import omnigym
 from omnigym.agent import UnknownAgentError
+from omnigym.pool import BACKENDS, BackendError, make_pool
+from omnigym.processes import Terminated, terminate_raises
 from omnigym.registry import UnknownEnvError
-from omnigym.scenario import ScenarioError
+from omnigym.scenario import Scenario, ScenarioError
 
 USAGE_ERROR = 2
 
@@ -32,14 +39,32 @@ class UsageError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.stored_in = None  # the folder a handler stores episodes in, for the resume message
     try:
-        return args.handler(args) or 0
-    except (UsageError, UnknownEnvError, UnknownAgentError, ScenarioError) as error:
+        with terminate_raises():
+            return args.handler(args) or 0
+    except (UsageError, UnknownEnvError, UnknownAgentError, ScenarioError, BackendError) as error:
         print(f"omnigym {args.command}: {error}", file=sys.stderr)
         return USAGE_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+        command = shlex.join(["omnigym", *(sys.argv[1:] if argv is None else argv)])
+        print(_interrupted(args, signum, command), file=sys.stderr)
+        return 128 + signum
+
+
+def _interrupted(args: argparse.Namespace, signum: signal.Signals, command: str) -> str:
+    """What an interrupted command left and how to go on."""
+    from omnigym.evaluators.store import EPISODES_FILE, read_records
+
+    lines = [f"omnigym {args.command}: interrupted ({signum.name})."]
+    if args.stored_in is None:
+        lines.append("Nothing was stored (no --out folder).")
+    else:
+        path = Path(args.stored_in) / EPISODES_FILE
+        lines.append(f"{len(read_records(path))} finished episodes are stored in {path}.")
+        lines.append(f"Resume with the same command: {command}")
+    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--episodes", type=_positive, default=10)
     evaluation.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     evaluation.add_argument("--workers", type=_positive, default=1)
+    _backend_arguments(evaluation, default="local")
     evaluation.add_argument("--out", type=Path, help="write episodes, scorecard and report here")
     evaluation.add_argument("--json", action="store_true", help="print the scorecard record")
     evaluation.set_defaults(handler=_eval)
@@ -74,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--quick", action="store_true", help="the scenario's quick: profile (a smoke run)"
     )
+    _backend_arguments(run, default="the scenario's backend:, else local")
     run.set_defaults(handler=_run)
 
     claims = commands.add_parser(
@@ -87,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     claims.add_argument("--out", type=Path, default=Path("results/claims"), help="dashboard folder")
     claims.add_argument("--papers", help="comma-separated paper names (default: all)")
+    _backend_arguments(claims, default="each scenario's backend:, else local")
     claims.set_defaults(handler=_claims)
 
     report = commands.add_parser("report", help="re-render a report from episodes.jsonl")
@@ -132,6 +160,40 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--kwargs", default="{}", help="environment kwargs as a JSON object")
     render.set_defaults(handler=_render)
     return parser
+
+
+def _backend_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help=f"where the work runs: local worker processes or Ray tasks (default: {default})",
+    )
+    parser.add_argument(
+        "--address",
+        help="with --backend ray: auto (the cluster this machine joined) or the head node's "
+        "HOST:PORT (default: a Ray instance of the run's own on this machine)",
+    )
+
+
+def _chosen_backend(
+    args: argparse.Namespace, backend: str = "local", address: str | None = None
+) -> tuple[str, str | None]:
+    """The command line's ``--backend`` and ``--address`` over ``backend`` and ``address`` (a
+    scenario's); a scenario's address goes with its backend only."""
+    chosen = args.backend or backend
+    if args.address is not None:
+        address = args.address
+    elif chosen != backend:
+        address = None
+    if address is not None and chosen != "ray":
+        raise UsageError(f"--address {address} is for --backend ray")
+    return chosen, address
+
+
+def _on_backend(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """``scenario`` with the command line's ``--backend`` and ``--address`` over its own."""
+    backend, address = _chosen_backend(args, scenario.backend, scenario.address)
+    return scenario.model_copy(update={"backend": backend, "address": address})
 
 
 def _positive(text: str) -> int:
@@ -197,17 +259,20 @@ def _eval(args: argparse.Namespace) -> int:
     from omnigym.evaluators.scorecard import build_scorecard, format_table
     from omnigym.evaluators.store import EpisodeStore
 
+    backend, address = _chosen_backend(args)
+    pool = make_pool(args.workers, backend, address, job=f"{args.env_id} {args.agent}")
     store = EpisodeStore(args.out) if args.out else None
+    args.stored_in = args.out
     try:
-        with _progress(args.episodes, f"{args.env_id} {args.agent}") as advance:
+        with pool, _progress(args.episodes, f"{args.env_id} {args.agent}") as advance:
             records = evaluate(
                 args.env_id,
                 args.agent,
                 episodes=args.episodes,
                 seeds=[args.seed],
-                workers=args.workers,
                 store=store,
                 on_episode=advance,
+                pool=pool,
             )
     finally:
         if store is not None:
@@ -228,7 +293,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from omnigym.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario)
+    scenario = _on_backend(load_scenario(args.scenario), args)
     if args.quick:
         scenario = scenario.quickened()
     from omnigym.evaluators.experiment import experiment_class, run_folder
@@ -238,6 +303,7 @@ def _run(args: argparse.Namespace) -> int:
         experiment = experiment_class(scenario)(scenario, folder)
     except ValueError as error:
         raise UsageError(f"{args.scenario}: {error}") from None
+    args.stored_in = folder
     with _progress(experiment.total_episodes(), scenario.name) as advance:
         experiment.on_episode = advance
         output = experiment.execute()
@@ -261,14 +327,17 @@ def _claims(args: argparse.Namespace) -> int:
         from omnigym.evaluators.experiment import experiment_class, run_folder
 
         for paper in papers:
-            scenario = load_scenario(available[paper])
+            scenario = _on_backend(load_scenario(available[paper]), args)
             scenario = scenario.quickened() if args.quick else scenario
             experiment = experiment_class(scenario)(scenario, run_folder(scenario))
             print(f"{paper}: running into {run_folder(scenario)}", file=sys.stderr)
+            args.stored_in = run_folder(scenario)
             try:
                 with _progress(experiment.total_episodes(), paper) as advance:
                     experiment.on_episode = advance
                     experiment.execute()
+            except BackendError:
+                raise
             except (ImportError, RuntimeError, ValueError, OSError) as error:
                 failed.append(paper)
                 print(f"{paper}: failed: {error}", file=sys.stderr)

@@ -2,6 +2,10 @@
 
 A scenario names environments, agents, how many episodes per seed, the seeds, the worker count
 and the output folder; an optional ``quick:`` block overrides any of those under ``--quick``.
+Where the work runs is ``backend: local`` (worker processes on this machine, the default) or
+``backend: ray`` (Ray tasks: on a Ray instance the run starts here, or on the cluster at
+``address:``, ``auto`` or ``HOST:PORT``), with ``resources:`` per job (``docs/distributed.md``);
+``omnigym run --backend ray --address HOST:PORT`` overrides both.
 
     name: quickstart
     envs: [LMRL/MazeFO-v0, {id: LMRL/Wordle-v0, kwargs: {hidden: fixed}}]
@@ -11,6 +15,9 @@ and the output folder; an optional ``quick:`` block overrides any of those under
     workers: 1
     out: results/quickstart
     quick: {episodes: 5, seeds: [0]}
+    backend: ray                                   # optional: default local
+    address: 10.0.0.5:6379                         # optional: default a Ray instance of its own
+    resources: {cpus_per_job: 1, memory_per_job: 2GB}
 
 A paper's experiment adds (``docs/experiments.md``): ``paper:`` (the citation the claims
 dashboard shows), ``claims: package.module:check`` (the paper's claims checker,
@@ -33,7 +40,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ByteSize,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from omnigym.agent import UnknownAgentError, load_agent_factory
 from omnigym.registry import UnknownEnvError, load_entry_point, spec
@@ -96,6 +111,16 @@ class AgentEntry(_Strict):
         return env.id in self.envs or env.display in self.envs
 
 
+class Resources(_Strict):
+    """What one job (a batch of episodes, a training run) asks of the machine that runs it: Ray
+    places jobs by these; the local backend gives each job ``cpus_per_job`` torch threads."""
+
+    cpus_per_job: float = Field(default=1, gt=0)
+    memory_per_job: ByteSize | None = Field(
+        default=None, description="bytes, or a size such as 512MB or 2GiB (Ray backend)"
+    )
+
+
 class QuickOverrides(_Strict):
     """What ``--quick`` changes: fewer episodes or seeds, fewer workers, less training."""
 
@@ -128,6 +153,11 @@ class Scenario(_Strict):
     episodes: int = Field(default=10, gt=0, description="episodes per seed")
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     workers: int = Field(default=1, gt=0)
+    backend: Literal["local", "ray"] = "local"
+    address: str | None = Field(
+        default=None, description="ray backend: auto, or the head node's HOST:PORT"
+    )
+    resources: Resources = Field(default_factory=Resources)
     out: str | None = None
     paper: str | None = Field(default=None, description="the paper whose claims this checks")
     experiment: str | None = Field(
@@ -158,6 +188,22 @@ class Scenario(_Strict):
         if len(set(value)) != len(value):
             raise ValueError(f"seeds must be distinct, got {value}")
         return value
+
+    @field_validator("address")
+    @classmethod
+    def _address_form(cls, value: str | None) -> str | None:
+        if value is None or value == "auto":
+            return value
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"expected auto or HOST:PORT, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _address_needs_ray(self) -> Scenario:
+        if self.address is not None and self.backend != "ray":
+            raise ValueError(f"address {self.address!r} is for backend: ray")
+        return self
 
     @model_validator(mode="after")
     def _distinct_labels(self) -> Scenario:

@@ -10,30 +10,35 @@ items in a :class:`~omnigym.pool.WorkerPool` of its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 
 @contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the block with one torch intra-op thread, then restore the process's thread count."""
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` torch intra-op threads, then restore the process's count."""
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(count)
     try:
         yield
     finally:
         torch.set_num_threads(threads)
 
 
+def one_torch_thread() -> AbstractContextManager[None]:
+    """Run the block with one torch intra-op thread, then restore the process's thread count."""
+    return torch_threads(1)
+
+
 def map_in_workers(
     workers: int, function: Callable[[Any], Any], items: Sequence[Any], ordered: bool = True
 ) -> Iterator[Any]:
     """``function`` over ``items`` in a pool of ``workers`` started for this call alone
-    (:meth:`omnigym.pool.WorkerPool.map`: here when ``workers == 1``, else in processes with one
-    torch thread each). Results come in the items' order, or with ``ordered=False`` as each
-    one finishes."""
+    (:meth:`omnigym.pool.Pool.map` of a :class:`~omnigym.pool.WorkerPool`: here when
+    ``workers == 1``, else in processes with one torch thread each). Results come in the items'
+    order, or with ``ordered=False`` as each one finishes."""
     from omnigym.pool import WorkerPool
 
     with WorkerPool(workers) as pool:

@@ -5,14 +5,14 @@ import json
 import pytest
 
 from omnigym.evaluators import evaluate
-from omnigym.evaluators.rollout import episode_seeds
+from omnigym.evaluators.rollout import MEASURED_KEYS, episode_seeds
 from omnigym.evaluators.store import EpisodeStore, read_records
 
 ENV = "LMRL/MazeFO-v0"
 
 
 def _comparable(records):
-    return [{k: v for k, v in r.items() if k != "wall_time"} for r in records]
+    return [{k: v for k, v in r.items() if k not in MEASURED_KEYS} for r in records]
 
 
 def test_records_carry_the_documented_keys():
@@ -20,11 +20,12 @@ def test_records_carry_the_documented_keys():
     assert set(record) == {
         "env_id", "agent", "seed", "episode", "episode_seed", "return", "length", "success",
         "cost", "normalized_score", "metrics", "achievements", "terminated", "truncated",
-        "wall_time",
+        "wall_time", "cpu_seconds", "peak_rss_mb",
     }  # fmt: skip
     assert record["env_id"] == ENV and record["agent"] == "oracle"
     assert record["success"] is True and record["cost"] is None
     assert record["metrics"]["turns"] == record["length"]
+    assert record["cpu_seconds"] >= 0 and record["peak_rss_mb"] > 0
 
 
 def test_episode_seeds_depend_only_on_seed_and_index():

@@ -45,7 +45,8 @@ Departures from LMRL-Gym (``docs/lmrl.md``):
 
 Stockfish runs as a child process. ``close()`` quits it; so does garbage collection of its owner
 (:func:`weakref.finalize`), and interpreter exit, also after an uncaught exception: the engine's
-background thread is started as a daemon thread, so it cannot keep the interpreter waiting.
+background thread is started as a daemon thread, so it cannot keep the interpreter waiting. A
+process killed outright takes Stockfish with it (:func:`omnigym.processes.die_with_parent`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from omnigym.envs.lmrl.text_task import (
     require_choice,
     require_finite_number,
 )
+from omnigym.processes import die_with_parent
 
 if TYPE_CHECKING:
     import chess
@@ -246,7 +248,9 @@ class StockfishProcess:
 
             def start() -> None:
                 try:
-                    started["engine"] = import_chess().engine.SimpleEngine.popen_uci(self.path)
+                    started["engine"] = import_chess().engine.SimpleEngine.popen_uci(
+                        self.path, preexec_fn=die_with_parent
+                    )
                 except BaseException as error:  # re-raised in the calling thread below
                     started["error"] = error
 

@@ -3,8 +3,10 @@ then equilibrium fine-tuning) and saves it as a checkpoint folder.
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025): the factorised head orders the power's locations one at a time in the
-env's sorted location order, each from its legal orders only; fine-tuning weighs each decision
-by exp(Q/λ). The package docstring (:mod:`omnigym.llm_agents.dipllm`) gives the departures.
+env's sorted location order, each from its legal orders only; fine-tuning moves each Q group's
+decision toward the equilibrium policy π* ∝ π_base·exp(Q/λ) over its candidates (or, in the
+``finetune_target="behaviour"`` ablation, weighs the data's order by exp(Q/λ)). The package
+docstring (:mod:`omnigym.llm_agents.dipllm`) gives the departures.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from .losses import joint_logits, sample_joint
 from .model import DipLLMModel, build_model, count_parameters
 from .q import read_q
 from .text import ASK, BOS, NONE, UNK, Tokenizer, adjustment_count, board_text, choices
-from .training import train
+from .training import equilibrium_targets, train
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "config.json"
+FINETUNE_TARGETS = ("equilibrium", "behaviour")
 
 
 class DipLLMAgent(PowerAgent):
@@ -51,11 +54,16 @@ class DipLLMAgent(PowerAgent):
         seed: seeds the model's initialisation, the training minibatches and every draw.
         checkpoint: a folder written by :meth:`save`; its config replaces ``head`` and ``model``.
         head: "factorised" or "joint", for a new model.
-        lam: λ of the equilibrium weights of the fine-tuning stage (``math.inf``: weights 1).
+        lam: λ of the fine-tuning stage's target (``math.inf``: π_base over the candidates, or
+            weights 1 for the behaviour target).
         games: train on the data file's first ``games`` games only (all when None).
-        finetune: epochs of the equilibrium-weighted fine-tuning stage of :meth:`learn` over
-            its turns (0: none, the behaviour-cloning variants; DipLLM fine-tunes for 5).
+        finetune: epochs of the fine-tuning stage of :meth:`learn` over its turns (0: none, the
+            behaviour-cloning variants; DipLLM fine-tunes for 5).
         finetune_lr: its AdamW learning rate (DipLLM: 2e-4).
+        finetune_target: ``"equilibrium"`` (DipLLM's: cross-entropy toward π* ∝
+            π_base·exp(Q/λ) over each group's candidates, π_base the model before fine-tuning)
+            or ``"behaviour"`` (the ablation: the data's order weighted by exp(Q/λ) normalised
+            per group).
         temperature: 0 plays the most probable order; above 0, samples at that temperature.
         joint_candidates: size of the joint head's list, in training and play.
         batch_size, lr: training minibatch (turns) and AdamW learning rate.
@@ -74,6 +82,7 @@ class DipLLMAgent(PowerAgent):
         games: int | None = None,
         finetune: int = 0,
         finetune_lr: float = 2e-4,
+        finetune_target: str = "equilibrium",
         temperature: float = 0.0,
         joint_candidates: int = 64,
         batch_size: int = 16,
@@ -90,11 +99,16 @@ class DipLLMAgent(PowerAgent):
             raise ValueError(f"lam must be > 0 (.inf for weights 1), got {lam!r}")
         if not isinstance(finetune, int) or finetune < 0:
             raise ValueError(f"finetune must be an int >= 0, got {finetune!r}")
+        if finetune_target not in FINETUNE_TARGETS:
+            raise ValueError(
+                f"finetune_target must be one of {list(FINETUNE_TARGETS)}, got {finetune_target!r}"
+            )
         super().__init__(seed)
         self.lam = float(lam)
         self.games = games
         self.finetune = finetune
         self.finetune_lr = finetune_lr
+        self.finetune_target = finetune_target
         self.temperature = float(temperature)
         self.batch_size = batch_size
         self.lr = lr
@@ -165,12 +179,15 @@ class DipLLMAgent(PowerAgent):
 
         1. behaviour cloning: ``budget`` updates on every decision, weight 1 (none when
            ``budget`` is 0, e.g. after :meth:`init_from` a behaviour-cloning checkpoint);
-        2. with the Q file ``q``: ``finetune`` epochs of equilibrium-weighted fine-tuning on the
-           turns with a Q group (⌈epochs · turns / batch size⌉ updates); the decisions with a
-           group weigh exp(Q/λ) normalised per group, the others only condition (weight 0).
+        2. with the Q file ``q``: ``finetune`` epochs of fine-tuning on the turns with a Q group
+           (⌈epochs · turns / batch size⌉ updates) toward ``finetune_target``: each grouped
+           decision's equilibrium policy π* ∝ π_base·exp(Q/λ) over its candidates, π_base the
+           model as stage 1 left it; or, in the behaviour ablation, its data order weighted by
+           exp(Q/λ) normalised per group. The other decisions only condition (weight 0).
 
-        Returns what was trained on: games, turns, decisions, Q-weighted decisions and turns,
-        updates of each stage, parameters and seconds.
+        Returns what was trained on: games, turns, decisions, Q-grouped decisions and turns,
+        updates of each stage, the target's mean total variation from π_base (equilibrium
+        target), parameters and seconds.
         """
         if q is not None and not self.finetune:
             raise ValueError("a Q file was given but finetune is 0: set finetune updates")
@@ -181,9 +198,11 @@ class DipLLMAgent(PowerAgent):
             "turns": len(dataset.turns),
             "decisions": dataset.decisions(),
             "updates": budget,
+            "finetune_target": self.finetune_target if q is not None else None,
             "q_weighted": 0,
             "finetune_turns": 0,
             "finetune_updates": 0,
+            "target_shift": None,
             "parameters": count_parameters(self.model),
         }
         common = {"batch_size": self.batch_size, "joint_candidates": self.joint_candidates}
@@ -191,10 +210,15 @@ class DipLLMAgent(PowerAgent):
             config = TrainConfig(updates=budget, lr=self.lr, seed=self.seed, **common)
             self.losses += train(self.model, dataset, config)
         if q is not None:
-            stats["q_weighted"] = dataset.set_weights(read_q(q), self.lam, default=0.0)
+            if self.finetune_target == "equilibrium":
+                stats["q_weighted"] = dataset.set_groups(read_q(q))
+            else:
+                stats["q_weighted"] = dataset.set_weights(read_q(q), self.lam, default=0.0)
             dataset.keep_weighted()
             if not dataset.turns:
                 raise ValueError(f"{q}: no Q group falls in the {stats['games']} games trained on")
+            if self.finetune_target == "equilibrium":
+                stats["target_shift"] = equilibrium_targets(self.model, dataset, self.lam)
             updates = math.ceil(self.finetune * len(dataset.turns) / self.batch_size)
             stats["finetune_turns"] = len(dataset.turns)
             stats["finetune_updates"] = updates
@@ -218,7 +242,7 @@ class DipLLMAgent(PowerAgent):
 
     def save(self, path: str | os.PathLike) -> None:
         """Write ``weights.pt`` (the state dict) and ``config.json`` (model config, vocabulary,
-        λ and the games trained on) into the folder ``path``."""
+        λ, the fine-tuning target and the games trained on) into the folder ``path``."""
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         torch.save(self.model.state_dict(), folder / WEIGHTS_FILE)
@@ -229,6 +253,7 @@ class DipLLMAgent(PowerAgent):
             "lam": None if math.isinf(self.lam) else self.lam,
             "games": self.games,
             "finetune": self.finetune,
+            "finetune_target": self.finetune_target,
         }
         (folder / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
 
@@ -243,6 +268,8 @@ class DipLLMAgent(PowerAgent):
         self.lam = math.inf if config["lam"] is None else float(config["lam"])
         self.games = config["games"]
         self.finetune = config["finetune"]
+        # checkpoints written before the equilibrium target was fine-tuned toward the behaviour
+        self.finetune_target = config.get("finetune_target", "behaviour")
         self.model = DipLLMModel(model_config, len(self.tokenizer))
         state = torch.load(folder / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         self.model.load_state_dict(state)

@@ -1,6 +1,8 @@
-"""DipLLM-lite's command line: play the bots' games, estimate unit-level Q, train a model.
+"""DipLLM-lite's command line: play the bots' games, estimate unit-level Q, measure its noise,
+train a model.
 
-``python -m omnigym.llm_agents.dipllm data|q|train``, one command per step of the pipeline.
+``python -m omnigym.llm_agents.dipllm data|q|noise|train``, one command per step of the
+pipeline.
 
 Follows DipLLM (Xu et al., "DipLLM: Fine-Tuning LLM for Strategic Decision-making in
 Diplomacy", ICML 2025); the package docstring (:mod:`omnigym.llm_agents.dipllm`) describes the
@@ -19,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .agent import DipLLMAgent
-from .config import HEADS, QConfig
+from .agent import FINETUNE_TARGETS, DipLLMAgent
+from .config import CONTINUATIONS, HEADS, QConfig
 from .data import DataSpec, generate_data, read_phases
-from .q import estimate_q, rollout_tasks
+from .noise import q_noise
+from .q import estimate_q, read_q, rollout_tasks
 
 
 def positive_lam(text: str) -> float:
@@ -54,8 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("--rollouts", type=int, default=4)
     q.add_argument("--top-k", type=int, default=4)
     q.add_argument("--horizon", type=int, default=2, help="years rolled out")
+    q.add_argument("--sampled", type=int, default=0, help="candidates drawn from the policy")
+    q.add_argument("--continuation", choices=CONTINUATIONS, default="data")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--workers", type=int, default=1)
+    noise = commands.add_parser("noise", help="how well a Q file's rollouts order its candidates")
+    noise.add_argument("--q", type=Path, required=True)
+    noise.add_argument("--lam", type=positive_lam, default=0.5, help="λ of the targets compared")
     training = commands.add_parser("train", help="train a model and save its checkpoint")
     training.add_argument("--data", type=Path, required=True)
     training.add_argument("--out", type=Path, required=True, help="checkpoint folder")
@@ -63,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     training.add_argument("--lam", type=positive_lam, default=math.inf, help="λ (default inf)")
     training.add_argument("--finetune", type=int, default=0, help="fine-tuning epochs")
     training.add_argument("--finetune-lr", type=float, default=2e-4)
+    training.add_argument("--target", choices=FINETUNE_TARGETS, default="equilibrium")
     training.add_argument("--init", type=Path, help="start from this checkpoint's weights")
     training.add_argument("--head", choices=HEADS, default="factorised")
     training.add_argument("--updates", type=int, default=3000, help="behaviour cloning updates")
@@ -76,7 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = DataSpec(args.games, args.seed, args.max_year, args.map)
         result = generate_data(spec, args.out, args.workers)
     elif args.command == "q":
-        config = QConfig(args.rollouts, args.top_k, args.horizon, args.groups, args.seed)
+        config = QConfig(
+            args.rollouts,
+            args.top_k,
+            args.horizon,
+            args.groups,
+            args.seed,
+            args.sampled,
+            args.continuation,
+        )
         policy = DipLLMAgent(checkpoint=args.policy) if args.policy else None
         start = time.perf_counter()
         tasks = rollout_tasks(
@@ -88,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         groups = estimate_q(tasks, args.out, args.workers)
         result = {"groups": len(groups), "seconds": time.perf_counter() - start}
+    elif args.command == "noise":
+        result = q_noise(read_q(args.q), args.lam)
     else:
         agent = DipLLMAgent(
             seed=args.seed,
@@ -96,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             games=args.games,
             finetune=args.finetune,
             finetune_lr=args.finetune_lr,
+            finetune_target=args.target,
             batch_size=args.batch_size,
             lr=args.lr,
             map_name=next(read_phases(args.data))["map_name"],

@@ -57,12 +57,20 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr!r}")
 
 
+CONTINUATIONS = ("data", "greedy", "defensive", "random")
+
+
 @dataclass(frozen=True)
 class QConfig:
-    """Monte Carlo Q estimation (defaults: M = 4 rollouts, top 4 candidates, 2 years).
+    """Monte Carlo Q estimation (defaults: M = 4 rollouts, top 4 candidates, 2 years, every
+    power continued by its bot from the data game).
 
     ``groups`` caps the (state, location) groups estimated, drawn uniformly (seeded) from the
     movement-phase decisions with at least two legal orders; None estimates all of them.
+    ``sampled`` adds that many candidates drawn from the policy (without replacement, in
+    proportion to their probabilities) after its ``top_k``. ``continuation`` names who plays
+    every power after the candidate: ``"data"``, the bots of the data game, or one bot
+    (``"greedy"``, ``"defensive"``, ``"random"``) for all seven powers.
     """
 
     rollouts: int = 4
@@ -70,13 +78,21 @@ class QConfig:
     horizon_years: int = 2
     groups: int | None = None
     seed: int = 0
+    sampled: int = 0
+    continuation: str = "data"
 
     def __post_init__(self) -> None:
         for name in ("rollouts", "horizon_years"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise ValueError(f"top_k must be an int >= 0, got {self.top_k!r}")
+        for name in ("top_k", "sampled"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        if self.continuation not in CONTINUATIONS:
+            raise ValueError(
+                f"continuation must be one of {list(CONTINUATIONS)}, got {self.continuation!r}"
+            )
         if self.groups is not None and (not isinstance(self.groups, int) or self.groups < 1):
             raise ValueError(f"groups must be a positive int or None, got {self.groups!r}")

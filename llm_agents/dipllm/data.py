@@ -10,9 +10,9 @@ restarts the position) and, per power, the orderable locations in decoding order
 legal orders and the order its bot chose (``<none>`` where it gave none). The earlier orders of
 location d are the chosen orders of the locations before it.
 
-Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in the worker processes of a
-:class:`~omnigym.pool.WorkerPool` (an experiment's, or one started for the call), each of which
-builds one environment per (map, year cap, action format) on first use.
+Data games and Q rollouts (:mod:`omnigym.llm_agents.dipllm.q`) run in the workers of a pool
+(:mod:`omnigym.pool`: local processes or Ray tasks; an experiment's, or local processes started
+for the call), each of which builds one environment per (map, year cap, action format) on first use.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from omnigym.pool import WorkerPool
+from omnigym.pool import Pool
+from omnigym.processes import measured
 from omnigym.threads import map_in_workers
 
 from .text import BOS, NONE, Tokenizer, adjustment_count, board_view, choices, turn_text
@@ -39,7 +40,7 @@ def map_jobs(
     function: Callable[[Any], Any],
     items: Sequence[Any],
     workers: int = 1,
-    pool: WorkerPool | None = None,
+    pool: Pool | None = None,
 ) -> Iterator[Any]:
     """``function`` over ``items``, in order: in ``pool`` when given, else in a pool of
     ``workers`` started for this call alone."""
@@ -144,19 +145,23 @@ def play_data_game(spec: DataSpec, game: int) -> list[dict[str, Any]]:
 
 
 def generate_data(
-    spec: DataSpec, path: str | os.PathLike, workers: int = 1, pool: WorkerPool | None = None
+    spec: DataSpec, path: str | os.PathLike, workers: int = 1, pool: Pool | None = None
 ) -> dict[str, Any]:
     """Play ``spec.games`` games and write their phase records to ``path`` (gzipped JSON lines,
     written under a temporary name and renamed when complete), in ``pool`` or in ``workers``
-    processes (:func:`map_jobs`). Returns counts and seconds."""
+    processes (:func:`map_jobs`). Returns counts, wall seconds, and the CPU seconds and largest
+    peak memory of the games, measured in the workers that played them."""
     start = time.perf_counter()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
     phases = turns = 0
+    cpu_seconds, peak_rss_mb = 0.0, 0.0
     with gzip.open(partial, "wt", encoding="utf-8") as file:
         jobs = [(spec, game) for game in range(spec.games)]
-        for records in map_jobs(_data_game_job, jobs, workers, pool):
+        for records, usage in map_jobs(_data_game_job, jobs, workers, pool):
+            cpu_seconds += usage["cpu_seconds"]
+            peak_rss_mb = max(peak_rss_mb, usage["peak_rss_mb"])
             for record in records:
                 file.write(json.dumps(record, separators=(",", ":")) + "\n")
                 phases += 1
@@ -167,11 +172,15 @@ def generate_data(
         "phases": phases,
         "turns": turns,
         "seconds": time.perf_counter() - start,
+        "cpu_seconds": cpu_seconds,
+        "peak_rss_mb": peak_rss_mb,
     }
 
 
-def _data_game_job(job: tuple[DataSpec, int]) -> list[dict[str, Any]]:
-    return play_data_game(*job)
+def _data_game_job(job: tuple[DataSpec, int]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    with measured() as usage:
+        records = play_data_game(*job)
+    return records, usage
 
 
 def read_phases(path: str | os.PathLike, games: int | None = None) -> Iterator[dict[str, Any]]:
@@ -196,6 +205,11 @@ class Turn:
     adjust: int  # builds (> 0) or removals (< 0) due; 0 outside adjustment phases
     chosen: list[int]  # per location: the behaviour's order (0: none)
     weights: np.ndarray  # per location: the training weight
+    # location index -> its Q group: candidate order ids (the behaviour's first) and their Q
+    groups: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # location index -> the fine-tuning target over its group's candidates (the equilibrium
+    # policy); a location without one is trained toward its chosen order
+    targets: dict[int, np.ndarray] = field(default_factory=dict)
 
     def choices(self) -> list[tuple[np.ndarray, int]]:
         """Per location: the order ids it may take (:func:`.text.choices`) and the index of the
@@ -276,12 +290,13 @@ class Dataset:
     def set_weights(
         self, groups: Iterable[Mapping[str, Any]], lam: float, default: float = 1.0
     ) -> int:
-        """Weight each decision by its Q group (:func:`.weights.behaviour_weight`); decisions
-        without one weigh ``default`` (0 leaves them out of the loss). Returns how many decisions
-        got a Q weight."""
+        """Weight each decision by its Q group (:func:`.weights.behaviour_weight`, the
+        behaviour target); decisions without one weigh ``default`` (0 leaves them out of the
+        loss). Returns how many decisions got a Q weight."""
         by_key = {turn.key: turn for turn in self.turns}
         for turn in self.turns:
             turn.weights = np.full(len(turn.locations), float(default))
+            turn.groups, turn.targets = {}, {}
         weighted = 0
         for group in groups:
             turn = by_key.get((group["game"], group["phase_index"], group["power"]))
@@ -289,6 +304,26 @@ class Dataset:
                 turn.weights[turn.locations.index(group["location"])] = behaviour_weight(group, lam)
                 weighted += 1
         return weighted
+
+    def set_groups(self, groups: Iterable[Mapping[str, Any]]) -> int:
+        """Attach each Q group to its decision (:attr:`Turn.groups`), which then weighs 1 while
+        every other decision weighs 0 (it only conditions the later ones): the fine-tuning set
+        of the equilibrium target. Returns how many decisions got a group."""
+        by_key = {turn.key: turn for turn in self.turns}
+        for turn in self.turns:
+            turn.weights = np.zeros(len(turn.locations))
+            turn.groups, turn.targets = {}, {}
+        attached = 0
+        for group in groups:
+            turn = by_key.get((group["game"], group["phase_index"], group["power"]))
+            if turn is None:
+                continue
+            d = turn.locations.index(group["location"])
+            candidates = np.array([self.order_id(o) for o in group["candidates"]], dtype=np.int64)
+            turn.groups[d] = (candidates, np.asarray(group["q"], dtype=np.float64))
+            turn.weights[d] = 1.0
+            attached += 1
+        return attached
 
     def decisions(self) -> int:
         return sum(len(turn.locations) for turn in self.turns)

@@ -9,10 +9,13 @@ run folder already holds:
 1. ``data``: ``options.data.games`` seeded games of the reference bots, capped at the env's
    ``max_year`` (default 1910), in ``<out>/data/games.jsonl.gz``;
 2. ``q`` (only when an agent fine-tunes): the agent labelled ``options.q.policy`` (default
-   ``AF+BC``) is trained first, on the first run seed (the checkpoint the ``train`` stage would
-   write, so it is not trained twice); its top-k orders are the Q candidates; unit-level Q by
-   rollouts for ``options.q.groups`` groups in ``<out>/data/q.jsonl``, appended as it goes, so
-   a killed estimation resumes;
+   ``AF+BC``) is trained on the first run seed, beside every other behaviour-cloning unit (the
+   checkpoints the ``train`` stage would write, so none is trained twice); its top-k orders
+   and ``sampled`` draws from it are the Q candidates; unit-level Q by rollouts (continued by
+   ``options.q.continuation``: the data game's bots or one bot for every power) for
+   ``options.q.groups`` groups in ``<out>/data/q.jsonl``, appended as it goes, so a killed
+   estimation resumes; the ``q`` diagnostics line also has the Q's noise
+   (:func:`omnigym.llm_agents.dipllm.noise.q_noise`, at the λ of the first fine-tuned agent);
 3. ``train``: every DipLLM agent of the scenario (kwargs such as ``head``, ``lam``,
    ``finetune``; ``train.budget`` behaviour-cloning updates), on each run seed, on all the
    games or on ``options.games[label]`` of them. Agents with ``finetune > 0`` (the EW variants)
@@ -36,9 +39,10 @@ the match and work tables in ``scorecard.md``; the claims are checked by
 ``omnigym.scenarios.claims.dipllm:check``.
 
 Options (each optional): ``data: {games, seed, mix: {bot: weight}}``, ``games: {label: n}``,
-``q: {rollouts, top_k, horizon_years, groups, seed, policy}``, ``model: {ModelConfig fields}``
-and ``train: {batch_size, lr, joint_candidates, finetune_lr}`` (defaults for every DipLLM
-agent, which its kwargs override), ``opponent``, ``extra_agent``, ``extra_opponents``.
+``q: {rollouts, top_k, sampled, horizon_years, groups, seed, continuation, policy}``,
+``model: {ModelConfig fields}`` and ``train: {batch_size, lr, joint_candidates, finetune_lr}``
+(defaults for every DipLLM agent, which its kwargs override), ``opponent``, ``extra_agent``,
+``extra_opponents``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from omnigym.scenario import AgentEntry
 from .agent import DipLLMAgent
 from .config import QConfig
 from .data import DataSpec, generate_data, read_phases
+from .noise import q_noise
 from .q import estimate_q, read_q, rollout_tasks
 
 DATA_DIR = "data"
@@ -109,9 +114,11 @@ class DipLLMExperiment(Experiment):
         "q": {
             "rollouts": 4,
             "top_k": 4,
+            "sampled": 0,
             "horizon_years": 2,
             "groups": None,
             "seed": 0,
+            "continuation": "data",
             "policy": "AF+BC",
         },
         "model": {},
@@ -200,11 +207,14 @@ class DipLLMExperiment(Experiment):
         self.run.diagnose("data", **generate_data(data_spec, self.data_file, pool=self.pool))
 
     def q(self) -> None:
-        """Train the Q policy (first seed), then estimate the missing Q groups."""
+        """Train the Q policy (first seed), then estimate the missing Q groups. The other
+        behaviour-cloning units train beside the policy (the pool's workers would otherwise
+        wait for it), so the ``train`` stage is left with the fine-tuned ones."""
         if not any(finetunes(agent) for agent in self.learners):
             return
         policy, seed = self.q_policy(), self.scenario.seeds[0]
-        self._train([(policy, seed)])
+        cloned = [(a, s) for s in self.scenario.seeds for a in self.learners if not finetunes(a)]
+        self._train([(policy, seed), *[unit for unit in cloned if unit != (policy, seed)]])
         settings = {k: v for k, v in self.options["q"].items() if k != "policy"}
         ranker = DipLLMAgent(checkpoint=self.checkpoint(policy.display, seed))
         with timed() as timing:
@@ -212,11 +222,17 @@ class DipLLMExperiment(Experiment):
                 self.data_file, QConfig(**settings), ranker.model, ranker.tokenizer
             )
             done_before = len(read_q(self.q_file))
-            groups = estimate_q(tasks, self.q_file, pool=self.pool)
+            usage: dict[str, float] = {}
+            groups = estimate_q(tasks, self.q_file, pool=self.pool, usage=usage)
         if len(groups) > done_before:
-            # The groups estimated in all (at most the ``groups`` option), beside the settings.
+            # The groups estimated in all (at most the ``groups`` option), beside the settings;
+            # CPU and memory are the workers' (the ranker's CPU here is not counted).
             counts = {"groups": len(groups), "estimated_now": len(groups) - done_before}
-            self.run.diagnose("q", **{**settings, **counts, "seconds": timing["seconds"]})
+            lam = next(float(a.kwargs.get("lam", math.inf)) for a in self.learners if finetunes(a))
+            noise = {"lam": lam, **q_noise(groups, lam)}
+            self.run.diagnose(
+                "q", **{**settings, **counts, "seconds": timing["seconds"], "noise": noise, **usage}
+            )
 
     def train(self) -> None:
         """Every DipLLM agent on every run seed."""
@@ -225,7 +241,8 @@ class DipLLMExperiment(Experiment):
     def _train(self, units: Sequence[tuple[AgentEntry, int]]) -> None:
         """Train the (agent, seed) units that have no checkpoint yet, in the pool: first those
         without fine-tuning, then the fine-tuned ones, each from its behaviour-cloning
-        counterpart's checkpoint where the scenario has one (:meth:`_base_of`)."""
+        counterpart's checkpoint where the scenario has one (:meth:`_base_of`); units with a
+        behaviour-cloning stage of their own go first, so the short ones fill in after them."""
         for finetuned in (False, True):
             jobs = []
             for agent, seed in units:
@@ -246,6 +263,7 @@ class DipLLMExperiment(Experiment):
                         base_checkpoint=str(self.checkpoint(base.display, seed)) if base else None,
                     )
                 )
+            jobs.sort(key=lambda unit: unit.budget, reverse=True)
             for diagnostics in self.pool.map(train_unit, jobs):
                 self.run.diagnose("train", **diagnostics)
 
@@ -266,9 +284,8 @@ class DipLLMExperiment(Experiment):
 
         def stage_one(entry: AgentEntry) -> tuple:
             kwargs = self._kwargs(entry)
-            kwargs = {
-                k: v for k, v in kwargs.items() if k not in ("lam", "finetune", "finetune_lr")
-            }
+            stage_two = ("lam", "finetune", "finetune_lr", "finetune_target")
+            kwargs = {k: v for k, v in kwargs.items() if k not in stage_two}
             return (json.dumps(kwargs, sort_keys=True), entry.train.budget)
 
         for other in self.learners:
@@ -411,22 +428,38 @@ def format_work(diagnostics: Sequence[Mapping[str, Any]]) -> str:
         elif entry["stage"] == "q":
             lines.append(
                 f"- Q: {entry['groups']} groups (rollouts M = {entry['rollouts']}, top k = "
-                f"{entry['top_k']}, horizon {entry['horizon_years']} y), {entry['estimated_now']} "
+                f"{entry['top_k']}, sampled {entry.get('sampled', 0)}, horizon "
+                f"{entry['horizon_years']} y, continued by "
+                f"{entry.get('continuation', 'data')}), {entry['estimated_now']} "
                 f"estimated in {entry['seconds']:.0f} s"
             )
+            noise = entry.get("noise", {})
+            if noise.get("groups"):
+                lines.append(
+                    f"- Q noise (λ = {noise['lam']:g}): SE of Q {noise['se']:.2f}, of a "
+                    f"difference from the data's order {noise['se_difference']:.2f}, spread "
+                    f"between candidates {noise['spread']:.2f}; all candidates tied in "
+                    f"{noise['flat']:.0%} of groups; two halves of the rollouts disagree on "
+                    f"the best candidate in {noise['top_change']:.0%}; their targets differ by TV "
+                    f"{noise['target_tv']:.2f}; the target moves π_base by TV "
+                    f"{noise['target_shift']:.2f}"
+                )
     training = [d for d in diagnostics if d["stage"] == "train"]
     if training:
         lines += [
             "",
             "| agent | seed | head | λ | games | turns | BC updates | fine-tuned from | "
-            "fine-tuning: Q-weighted decisions, turns, updates | loss first → last | seconds |",
+            "fine-tuning: target, Q decisions, turns, updates | loss first → last | seconds |",
             "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|",
         ]
         for d in training:
             lam = "∞" if d["lam"] is None else f"{d['lam']:g}"
             finetuning = "–"
             if d["finetune_updates"]:
-                finetuning = f"{d['q_weighted']}, {d['finetune_turns']}, {d['finetune_updates']}"
+                finetuning = (
+                    f"{d.get('finetune_target')}, {d['q_weighted']}, {d['finetune_turns']}, "
+                    f"{d['finetune_updates']}"
+                )
             lines.append(
                 f"| {d['agent']} | {d['seed']} | {d['head']} | {lam} | {d['games']} | "
                 f"{d['turns']} | {d['updates']} | {d['base'] or '–'} | {finetuning} | "

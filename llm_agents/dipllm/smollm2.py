@@ -77,8 +77,9 @@ import numpy as np
 import torch
 
 from omnigym.agents.diplomacy.base import PowerAgent
-from omnigym.llm_agents.models import LoRASettings, add_lora, load_smollm2, smollm2_file
+from omnigym.llm_agents.models import LoRASettings, add_lora, load_smollm2
 from omnigym.llm_agents.policy import sample_index
+from omnigym.local_models import smollm2_file
 
 from .cli import positive_lam
 from .config import QConfig

@@ -119,34 +119,41 @@ def check(run: Run) -> list[dict[str, Any]]:
         for env, rows in table.items()
         if any(agent.endswith(VANILLA_SUFFIX) for agent in rows)
     }
+
+    def compared(number: int, text: str, verdicts: dict, metric: str, agents: Sequence[str]):
+        return claim(
+            number,
+            text,
+            _all_hold(verdicts),
+            measured={"verdicts": verdicts, metric: numbers(metric, agents)},
+            paper={metric: _paper(metric, agents)},
+        )
+
     return [
-        claim(
+        compared(
             1,
             "away-step FW: the secant rule needs about as many iterations as golden-section "
             f"(exact) line search, mean within a factor {SAME_ITERATIONS:g}, on every problem",
-            _all_hold(same),
-            measured={"verdicts": same, "iterations": numbers("iterations", (SECANT, GOLDEN))},
-            paper={"iterations": _paper("iterations", (SECANT, GOLDEN))},
+            same,
+            "iterations",
+            (SECANT, GOLDEN),
         ),
-        claim(
+        compared(
             2,
             "away-step FW: the secant rule needs far fewer f + ∇f evaluations than "
             f"golden-section search (at most {FEWER_EVALUATIONS:g}×) and fewer than "
             "backtracking, on every problem",
-            _all_hold(fewer),
-            measured={
-                "verdicts": fewer,
-                "evaluations": numbers("evaluations", (SECANT, GOLDEN, BACKTRACKING)),
-            },
-            paper={"evaluations": _paper("evaluations", (SECANT, GOLDEN, BACKTRACKING))},
+            fewer,
+            "evaluations",
+            (SECANT, GOLDEN, BACKTRACKING),
         ),
-        claim(
+        compared(
             3,
             "away-step FW: the adaptive rule needs more iterations than the secant rule "
             f"(mean at least {MORE_ITERATIONS:g}×) on every problem",
-            _all_hold(more),
-            measured={"verdicts": more, "iterations": numbers("iterations", (SECANT, ADAPTIVE))},
-            paper={"iterations": _paper("iterations", (SECANT, ADAPTIVE))},
+            more,
+            "iterations",
+            (SECANT, ADAPTIVE),
         ),
         claim(
             4,

@@ -17,19 +17,22 @@ from omnigym.evaluators.matches import (  # noqa: E402
     play_match,
     summarize_matches,
 )
+from omnigym.evaluators.rollout import MEASURED_KEYS  # noqa: E402
 from omnigym.pool import WorkerPool  # noqa: E402
 
 PURE = "Diplomacy/Pure-v0"
 SEATS = ["AUSTRIA", "ENGLAND", "FRANCE", "GERMANY", "ITALY", "RUSSIA", "TURKEY"]
 RECORD_KEYS = {
     "env_id", "agent", "opponent", "seat", "seed", "game", "n_seats", "sos", "won", "drawn",
-    "survived", "eliminated", "centers", "invalid_orders", "phases", "wall_time",
+    "survived", "eliminated", "centers", "invalid_orders", "phases", "wall_time", "cpu_seconds",
+    "peak_rss_mb",
 }  # fmt: skip
 
 
 def without_time(records):
     return [
-        {key: value for key, value in record.items() if key != "wall_time"} for record in records
+        {key: value for key, value in record.items() if key not in MEASURED_KEYS}
+        for record in records
     ]
 
 

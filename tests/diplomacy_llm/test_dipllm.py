@@ -51,19 +51,6 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def pure_data(tmp_path_factory):
-    """Twenty seeded bot games on the tiny pure map, to 1904."""
-    path = tmp_path_factory.mktemp("dipllm") / "pure.jsonl.gz"
-    generate_data(DataSpec(games=20, seed=0, max_year=1904, map_name="pure"), path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def pure_tokenizer():
-    return Tokenizer.for_map("pure")
-
-
-@pytest.fixture(scope="module")
 def standard_info():
     env = omnigym.make("Diplomacy/Standard-v0", max_year=1902)
     _, infos = env.reset(seed=0)
@@ -407,10 +394,12 @@ def test_q_estimation_values_the_candidates_and_resumes(tmp_path, pure_data):
     assert read_q(tmp_path / "q.jsonl") == groups
 
 
-def test_q_candidates_follow_the_policy_ranking(pure_data):
+@pytest.mark.parametrize("top_k, sampled", [(2, 0), (1, 2)])
+def test_q_candidates_are_the_policy_top_k_and_draws_from_the_rest(pure_data, top_k, sampled):
     agent = tiny_agent()
-    config = QConfig(rollouts=1, top_k=2, groups=3, seed=1)
+    config = QConfig(rollouts=1, top_k=top_k, sampled=sampled, groups=6, seed=1)
     tasks = rollout_tasks(pure_data, config, agent.model, agent.tokenizer, games=5)
+    assert tasks
     for task in tasks:
         record = next(
             r
@@ -422,7 +411,15 @@ def test_q_candidates_follow_the_policy_ranking(pure_data):
         ranked = dipllm.rank_choices(agent.model, scratch, turn)[
             turn.locations.index(task.location)
         ]
-        assert list(task.candidates[1:]) == [o for o in ranked if o != task.behaviour][:2]
+        probabilities = [probability for _, probability in ranked]
+        assert probabilities == sorted(probabilities, reverse=True)
+        assert sum(probabilities) == pytest.approx(1.0)
+        others = [order for order, _ in ranked if order != task.behaviour]
+        assert task.candidates[: 1 + top_k] == (task.behaviour, *others[:top_k])
+        assert len(set(task.candidates)) == len(task.candidates)
+        assert len(task.candidates) == min(1 + top_k + sampled, len(ranked))
+        assert set(task.candidates[1 + top_k :]) <= set(others[top_k:])
+        assert task.base == pytest.approx([dict(ranked)[order] for order in task.candidates])
 
 
 def test_command_line_runs_data_q_and_train(tmp_path, capsys):
@@ -568,7 +565,7 @@ def tiny_scenario(**changes):
         "options": {
             "data": {"games": 4},
             "games": {"AF+EW small": 1, "AF+BC large": 3},
-            "q": {"rollouts": 1, "top_k": 1, "horizon_years": 1, "groups": 4},
+            "q": {"rollouts": 2, "top_k": 1, "horizon_years": 1, "groups": 4},
             "model": TINY,
             "train": {"batch_size": 4, "joint_candidates": 4},
         },
@@ -619,6 +616,8 @@ def test_experiment_writes_scorecard_claims_and_checkpoints_and_resumes(tmp_path
     diagnostics = (tmp_path / "diagnostics.jsonl").read_text()
     lines = [json.loads(line) for line in diagnostics.splitlines()]
     assert [line["stage"] for line in lines[:2]] == ["data", "train"]  # the Q policy first
+    (estimated,) = [line for line in lines if line["stage"] == "q"]
+    assert estimated["noise"]["lam"] == 0.5 and estimated["noise"]["groups"] == 4
     bases = {line["agent"]: line["base"] for line in lines if line["stage"] == "train"}
     assert bases == {
         "AF+BC": None,

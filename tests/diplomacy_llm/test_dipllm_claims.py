@@ -22,11 +22,11 @@ PASSING = {
 }
 
 
-def row(sos, games=140):
+def row(sos, games=140, half_width=0.1):
     rate = {"mean": sos / 2, "ci95": [0.0, sos]}
     return {
         "games": games,
-        "sos": {"mean": sos, "ci95": [sos / 2, sos * 2]},
+        "sos": {"mean": sos, "ci95": [sos * (1 - half_width), sos * (1 + half_width)]},
         "win_rate": rate,
         "draw_rate": rate,
         "survival_rate": rate,
@@ -34,10 +34,13 @@ def row(sos, games=140):
     }
 
 
-def fake_run(tmp_path, sos, extra=None):
-    """A finished run whose matches against greedy have these mean SoS (and ``extra`` tables),
-    with training diagnostics giving each learned agent's games."""
-    matches = {TABLE: {label: {GREEDY: row(value)} for label, value in sos.items()}}
+def fake_run(tmp_path, sos, extra=None, half_width=0.1, more_diagnostics=()):
+    """A finished run whose matches against greedy have these mean SoS, each with a 95% CI of
+    ± ``half_width`` of it (and ``extra`` tables), with training diagnostics giving each learned
+    agent's games (and ``more_diagnostics``)."""
+    matches = {
+        TABLE: {label: {GREEDY: row(value, half_width=half_width)} for label, value in sos.items()}
+    }
     matches.update(extra or {})
     games = {"AF+EW small": 100, "AF+BC large": 400}
     diagnostics = [
@@ -45,6 +48,7 @@ def fake_run(tmp_path, sos, extra=None):
         for label in sos
         if label != "random"
     ]
+    diagnostics += list(more_diagnostics)
     scorecard = {
         "dipllm": {"env_label": TABLE, "opponent": GREEDY, "max_year": 1910, "matches": matches}
     }
@@ -64,9 +68,10 @@ def test_every_claim_passes_when_the_ablation_ordering_holds(tmp_path):
     assert [c["status"] for c in claims] == ["pass", "pass", "pass", "recorded"]
     assert claims[0]["measured"]["sos"]["AF+EW"] == {
         "mean": 0.20,
-        "ci95": [0.10, 0.40],
+        "ci95": [pytest.approx(0.18), pytest.approx(0.22)],
         "games": 140,
     }
+    assert claims[0]["measured"]["AF+EW above AF+BC, CIs disjoint"] is True
     assert claims[0]["paper"]["sos"] == {
         "AF+EW": 0.294,
         "AF+BC": 0.099,
@@ -80,12 +85,42 @@ def test_every_claim_passes_when_the_ablation_ordering_holds(tmp_path):
     "changes",
     [
         {"AF+BC": 0.25},  # BC above EW
+        {"AF+BC": 0.19},  # BC below EW, within its CI
         {"joint+EW": 0.21},  # the joint head above AF+EW
         {"joint+BC": 0.15},  # a joint variant above AF+BC
     ],
 )
 def test_claim_1_fails_when_any_ordering_breaks(tmp_path, changes):
     assert statuses(tmp_path, **changes)[0] == "fail"
+
+
+def test_claim_1_fails_when_af_ew_is_above_af_bc_within_the_noise(tmp_path):
+    # AF+EW 0.20 [0.14, 0.26] and AF+BC 0.17 [0.119, 0.221]: the means ordered, the CIs overlap
+    claims = check(fake_run(tmp_path, {**PASSING, "AF+BC": 0.17}, half_width=0.3))
+    assert claims[0]["status"] == "fail"
+    assert claims[0]["measured"]["AF+EW above AF+BC, CIs disjoint"] is False
+    assert [c["status"] for c in claims[1:3]] == ["pass", "pass"]
+
+
+def test_claim_1_reports_the_q_noise_and_target_shift_the_fine_tuning_rested_on(tmp_path):
+    noise = {"lam": 0.5, "groups": 900, "se_difference": 0.06, "spread": 0.2, "top_change": 0.1}
+    q = {"stage": "q", "groups": 1000, "rollouts": 16, "continuation": "greedy", "seconds": 1.0}
+    shifts = [
+        {"stage": "train", "agent": "AF+EW", "seed": seed, "games": 500, "target_shift": shift}
+        for seed, shift in enumerate([0.12, 0.15])
+    ]
+    claims = check(fake_run(tmp_path, PASSING, more_diagnostics=[{**q, "noise": noise}, *shifts]))
+    measured = claims[0]["measured"]
+    assert measured["q"] == {
+        "groups": 1000,
+        "rollouts": 16,
+        "continuation": "greedy",
+        "noise": noise,
+    }
+    assert measured["AF+EW target_shift"] == [0.12, 0.15]
+    assert claims[0]["status"] == "pass"
+    # Without a Q stage (behaviour-cloned agents only) nothing is invented.
+    assert "q" not in check(fake_run(tmp_path, PASSING))[0]["measured"]
 
 
 @pytest.mark.parametrize(
@@ -114,10 +149,12 @@ def test_claims_without_their_agents_are_not_run(tmp_path):
 
 
 def test_rates_against_every_opponent_are_recorded_and_no_games_mean_not_run(tmp_path):
-    defensive = {"Diplomacy/Standard-v0 vs defensive": {"AF+EW": {"b": row(0.15, games=7)}}}
+    defensive = {
+        "Diplomacy/Standard-v0 vs defensive": {"AF+EW": {"b": row(0.15, games=7, half_width=0.5)}}
+    }
     recorded = check(fake_run(tmp_path, PASSING, extra=defensive))[3]
     assert recorded["measured"]["Diplomacy/Standard-v0 vs defensive"]["AF+EW"]["b"] == {
-        "sos": {"mean": 0.15, "ci95": [0.075, 0.30]},
+        "sos": {"mean": 0.15, "ci95": [0.075, pytest.approx(0.225)]},
         "win_rate": {"mean": 0.075, "ci95": [0.0, 0.15]},
         "draw_rate": {"mean": 0.075, "ci95": [0.0, 0.15]},
         "survival_rate": {"mean": 0.075, "ci95": [0.0, 0.15]},

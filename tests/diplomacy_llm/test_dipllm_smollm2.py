@@ -49,7 +49,8 @@ from omnigym.llm_agents.dipllm.smollm2_training import (  # noqa: E402
     weighted_nll,
     with_q_weights,
 )
-from omnigym.llm_agents.models import load_smollm2, smollm2_file  # noqa: E402
+from omnigym.llm_agents.models import load_smollm2  # noqa: E402
+from omnigym.local_models import smollm2_file  # noqa: E402
 
 STANDARD = "Diplomacy/Standard-v0"
 

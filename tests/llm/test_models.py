@@ -14,7 +14,6 @@ require_llm_stack()
 import torch  # noqa: E402
 
 from omnigym.envs.lmrl.datasets import load_fixture  # noqa: E402
-from omnigym.llm_agents import models  # noqa: E402
 from omnigym.llm_agents.models import (  # noqa: E402
     SMOLLM2_HINT,
     ModelNotFoundError,
@@ -23,10 +22,9 @@ from omnigym.llm_agents.models import (  # noqa: E402
     global_rng_preserved,
     load_model,
     load_smollm2,
-    smollm2_cache_dir,
-    smollm2_file,
     train_tokenizer,
 )
+from omnigym.local_models import cache_root, smollm2_cache_dir, smollm2_file  # noqa: E402
 
 
 def task_texts(*env_ids):
@@ -146,6 +144,6 @@ def test_smollm2_is_converted_once_then_loaded_from_the_cache(smollm2_wheel, tmp
 
 def test_the_cache_lives_under_xdg_cache_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert models.cache_root() == tmp_path / "omnigym"
+    assert cache_root() == tmp_path / "omnigym"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert models.cache_root().parts[-2:] == (".cache", "omnigym")
+    assert cache_root().parts[-2:] == (".cache", "omnigym")

@@ -1,0 +1,1 @@
+"""C-3PO agents (docs/c3po.md)."""

@@ -1,0 +1,223 @@
+"""IDFlow: energy-based flow matching for 3-D structures (docs/methods.md)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from scipy.spatial.transform import Rotation
+
+import omnigym
+from omnigym.agents.methods.idflow import FlowMatchingAgent, IDFlowAgent, sample, train
+from omnigym.agents.methods.idflow import Settings as FlowSettings
+from omnigym.envs.methods.idflow import (
+    MoleculeGeneration,
+    angles,
+    bond_lengths,
+    chain_topology,
+    chains,
+    conformer_pool,
+    dihedrals,
+    kabsch_rmsd,
+    molecule_topology,
+    molecules,
+    rdkit_accepts,
+)
+from omnigym.evaluators.experiment import Run, RunFolder
+from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.idflow import check
+
+ENV_ID = "Methods/MoleculeGeneration-v0"
+SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "idflow.yaml"
+OCTANE = "CCCCCCCC"
+
+
+def test_the_registered_id_makes_a_small_env_that_passes_check_env():
+    env = omnigym.make(ENV_ID)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space["train"].shape == (2000, 8, 3)
+    assert env.action_space.shape == (200, 8, 3)
+    assert omnigym.make(ENV_ID, size="paper").action_space.shape == (2000, 8, 3)
+
+
+def test_chains_have_the_generator_s_bonds_angles_and_dihedrals():
+    x = chains(np.random.default_rng(0), 4000)
+    topology = chain_topology()
+    assert np.allclose(x.mean(axis=1), 0.0)
+    bonds = bond_lengths(x, topology.bonds)
+    assert bonds.mean() == pytest.approx(1.5, abs=0.002)
+    assert bonds.std() == pytest.approx(0.02, abs=0.002)
+    bends = angles(x, topology.triples).ravel()
+    assert np.mean(np.abs(bends - 110) < 12) == pytest.approx(0.5, abs=0.03)
+    assert np.mean(np.abs(bends - 150) < 12) == pytest.approx(0.5, abs=0.03)
+    twists = dihedrals(x, topology.quads).ravel()
+    near = [np.mean(np.abs((twists - mode + 180) % 360 - 180) < 35) for mode in (-60, 60, 180)]
+    assert near == pytest.approx([1 / 3] * 3, abs=0.03)
+
+
+def test_kabsch_rmsd_of_a_rotated_and_shifted_copy_is_zero():
+    x = chains(np.random.default_rng(1), 3)
+    turn = Rotation.random(3, random_state=2).as_matrix()
+    moved = np.einsum("nai,nji->naj", x, turn) + 4.0
+    assert np.allclose(kabsch_rmsd(x, moved), 0.0, atol=1e-6)  # sqrt of a cancelled difference
+    mirrored = x * np.array([1.0, 1.0, -1.0])
+    assert np.all(kabsch_rmsd(x, mirrored) > 0.1)  # a reflection is not a rotation
+
+
+def test_held_out_structures_are_valid_and_a_collapsed_answer_is_not():
+    env = MoleculeGeneration()
+    observation, _ = env.reset(seed=0)
+    truth = env.instance.held_out[:200]
+    _, reward, _, _, info = env.step(truth)
+    metrics = info["metrics"]
+    assert reward == pytest.approx(1.0, abs=0.001) and metrics["bond_error"] < 0.03
+    assert metrics["angle_w1"] < 3.0 and metrics["dihedral_w1"] < 10.0
+    assert metrics["diversity"] == pytest.approx(metrics["held_out_diversity"], rel=0.1)
+    env.reset(seed=0)
+    collapsed = np.repeat(truth[:1], 200, axis=0)
+    _, reward, _, _, info = env.step(collapsed)
+    assert reward == 1.0 and info["metrics"]["diversity"] == pytest.approx(0.0, abs=1e-6)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(truth * 1.2)
+    assert reward == 0.0 and info["metrics"]["bond_error"] == pytest.approx(0.3, abs=0.01)
+
+
+def test_non_finite_answers_fail_and_wrong_shapes_raise_naming_them():
+    env = MoleculeGeneration()
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.full((200, 8, 3), np.inf))
+    assert reward == 0.0 and info["invalid_action"] is True
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"shape \(200, 7, 3\), expected \(200, 8, 3\)"):
+        env.step(np.zeros((200, 7, 3)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"dataset": "proteins"}, "dataset"), ({"nfe": 0}, "nfe"), ({"molecule": "CCC"}, "molecule"),
+     ({"dataset": "conformers", "molecule": "C1CC"}, "molecule"), ({"size": "huge"}, "size")],
+)  # fmt: skip
+def test_bad_arguments_raise_value_errors_naming_them(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        MoleculeGeneration(**kwargs)
+
+
+def test_conformers_are_aligned_heavy_atom_structures_rdkit_accepts():
+    assert next(iter(molecules())) == OCTANE and len(molecules()) >= 8
+    pool = conformer_pool(OCTANE)
+    assert pool.shape == (3000, 8, 3) and np.allclose(pool.mean(axis=1), 0.0)
+    topology = molecule_topology(OCTANE)
+    assert len(topology.bonds) == 7 and len(topology.triples) == 6 and len(topology.quads) == 5
+    assert bond_lengths(pool, topology.bonds).mean() == pytest.approx(1.53, abs=0.01)
+    assert rdkit_accepts(OCTANE, pool[:50]).all()
+    broken = pool[:5].copy()
+    broken[:, 7] = broken[:, 6] + 3.0  # the last carbon pulled away
+    assert not rdkit_accepts(OCTANE, broken).any()
+    aligned = kabsch_rmsd(pool[:20], np.repeat(pool[:1], 20, axis=0))
+    assert np.allclose(
+        aligned, np.sqrt(((pool[:20] - pool[:1]) ** 2).sum(-1).mean(-1)), atol=1e-6
+    )  # already in the first conformer's frame
+
+
+def test_the_conformer_env_reports_rdkit_acceptance():
+    env = MoleculeGeneration(dataset="conformers")
+    env.reset(seed=3)
+    _, reward, _, _, info = env.step(env.instance.held_out[:200])
+    assert reward == 1.0 and info["metrics"]["rdkit_valid"] == 1.0
+
+
+def test_refinement_counts_in_the_budget_and_the_last_step_lands_on_the_prediction():
+    import torch
+
+    class Counter(torch.nn.Module):
+        calls = 0
+
+        def forward(self, x, t):
+            Counter.calls += 1
+            return torch.ones_like(x)
+
+    out = sample(Counter(), 2.0, 4, 8, nfe=10, refine=True, seed=0)
+    assert Counter.calls == 10 and np.allclose(out, 2.0)
+    Counter.calls = 0
+    sample(Counter(), 1.0, 4, 8, nfe=5, refine=False, seed=0)
+    assert Counter.calls == 5
+
+
+def test_training_learns_the_chains_far_beyond_a_random_cloud():
+    env = MoleculeGeneration(nfe=4)
+    observation, _ = env.reset(seed=0)
+    cloud = np.random.default_rng(0).normal(0.0, observation["train"].std(), (200, 8, 3))
+    _, _, _, _, info = env.step(cloud)
+    bond_error = {"cloud": info["metrics"]["bond_error"]}
+    for agent in (FlowMatchingAgent(env, steps=300), IDFlowAgent(env, steps=300)):
+        observation, info = env.reset(seed=0)
+        agent.reset(0)
+        _, _, _, _, info = env.step(agent.act(observation, info))
+        bond_error[type(agent).__name__] = info["metrics"]["bond_error"]
+    assert bond_error["cloud"] > 0.8
+    assert bond_error["FlowMatchingAgent"] < 0.5 * bond_error["cloud"]
+    assert bond_error["IDFlowAgent"] < 0.5 * bond_error["cloud"]
+
+
+def test_an_agent_trains_once_per_draw_and_samples_deterministically():
+    structures = chains(np.random.default_rng(4), 300)
+    settings = FlowSettings(steps=20)
+    first = train(structures, settings, seed=1)
+    assert train(structures, settings, seed=1) is first
+    a = sample(*first, 10, 8, nfe=4, refine=True, seed=2)
+    assert np.array_equal(a, sample(*first, 10, 8, nfe=4, refine=True, seed=2))
+
+
+# ---- claims ----------------------------------------------------------------------------------
+
+PAPER_LIKE = {  # nfe -> agent -> (bond error, valid fraction, diversity)
+    5: {"idflow": (0.05, 0.80, 2.0), "flow-matching": (0.12, 0.40, 2.05),
+        "idflow-train-only": (0.08, 0.6, 2.0), "idflow-sample-only": (0.09, 0.55, 2.0)},
+    10: {"idflow": (0.04, 0.90, 2.0), "flow-matching": (0.07, 0.70, 2.02),
+         "idflow-train-only": (0.05, 0.8, 2.0), "idflow-sample-only": (0.06, 0.75, 2.0)},
+    20: {"idflow": (0.03, 0.95, 2.0), "flow-matching": (0.035, 0.93, 2.0),
+         "idflow-train-only": (0.03, 0.94, 2.0), "idflow-sample-only": (0.03, 0.94, 2.0)},
+}  # fmt: skip
+
+
+def _records(table, dataset="chains"):
+    rng = np.random.default_rng(0)
+    records = []
+    for nfe, agents in table.items():
+        for seed in (0, 1, 2):
+            wobble = 0.003 * rng.standard_normal()
+            for agent, (bond, valid, spread) in agents.items():
+                metrics = {"bond_error": bond + wobble, "valid_fraction": valid - wobble,
+                           "diversity": spread + wobble, "angle_w1": 1.0,
+                           "dihedral_w1": 5.0}  # fmt: skip
+                records.append({"env_id": f"{dataset} nfe={nfe}", "agent": agent, "seed": seed,
+                                "episode": 0, "return": valid, "metrics": metrics})  # fmt: skip
+    return records
+
+
+def _statuses(records):
+    run = Run(load_scenario(SCENARIO), {}, RunFolder(Path("unused")), {}, records)
+    return [entry["status"] for entry in check(run)]
+
+
+def test_claims_pass_on_a_run_that_shows_the_paper_s_pattern():
+    records = _records(PAPER_LIKE) + _records(PAPER_LIKE, "octane")
+    assert _statuses(records) == ["pass"] * 3 + ["recorded"]
+
+
+def test_each_claim_fails_when_its_pattern_breaks():
+    worse = {n: dict(agents) for n, agents in PAPER_LIKE.items()}
+    worse[10]["idflow"] = (0.08, 0.90, 2.0)  # a higher bond error at NFE 10
+    assert _statuses(_records(worse))[0] == "fail"
+    narrow = {n: dict(agents) for n, agents in PAPER_LIKE.items()}
+    narrow[5]["idflow"] = (0.05, 0.80, 1.5)  # 27% less diverse
+    assert _statuses(_records(narrow))[1] == "fail"
+    widening = {n: dict(agents) for n, agents in PAPER_LIKE.items()}
+    widening[20]["flow-matching"] = (0.20, 0.5, 2.0)
+    assert _statuses(_records(widening))[2] == "fail"
+
+
+def test_claims_are_not_run_without_the_budgets_or_agents():
+    assert _statuses([]) == ["not run"] * 4
+    only_many = {20: PAPER_LIKE[20]}
+    assert _statuses(_records(only_many)) == ["not run", "not run", "not run", "recorded"]
