@@ -9,7 +9,7 @@ carries the most information, from the public word lists and feedback matrix of
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,13 @@ def best_guess(consistent: np.ndarray, vocabulary: str = "standard") -> int:
     return int(np.argmin(spread))
 
 
+@lru_cache(maxsize=1024)
+def _second_guess(vocabulary: str, consistent: bytes) -> int:
+    """:func:`best_guess` after the opening guess: at most 243 consistent sets can follow it
+    and they are the largest, so the oracle scores each once per process."""
+    return best_guess(np.frombuffer(consistent, dtype=np.intp), vocabulary)
+
+
 @cache
 def _opening_guess(vocabulary: str) -> int:
     return best_guess(np.arange(len(word_lists(vocabulary)[0])), vocabulary)
@@ -79,5 +86,9 @@ class WordleOracle:
             code = feedback_code(info["last_message"])
             row = self._table[self._last_guess]
             self._consistent = self._consistent[row[self._consistent] == code]
-            self._last_guess = best_guess(self._consistent, self.vocabulary)
+            if info["turn"] == 1:
+                key = self._consistent.astype(np.intp).tobytes()
+                self._last_guess = _second_guess(self.vocabulary, key)
+            else:
+                self._last_guess = best_guess(self._consistent, self.vocabulary)
         return word_lists(self.vocabulary)[1][self._last_guess]
