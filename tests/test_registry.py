@@ -64,7 +64,9 @@ def test_gymnasium_make_with_module_prefix_works_without_import(env_id):
     assert result.stdout.strip() == env_id, result.stderr
 
 
-def _trajectory(env_id, seed, steps=60):
+def _trajectory(env_id, seed, steps=60, episodes=4):
+    """A random agent's first ``steps`` steps or ``episodes`` episodes, whichever ends first
+    (a Methods task's episode is one costly step)."""
     env = omnigym.make(env_id)
     agent = omnigym.make_agent("random", env=env, env_id=env_id)
     agent.reset(seed)
@@ -74,6 +76,9 @@ def _trajectory(env_id, seed, steps=60):
         observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
         trace.append((observation, reward, terminated, truncated, info))
         if terminated or truncated:
+            episodes -= 1
+            if episodes == 0:
+                break
             observation, info = env.reset()
             trace.append((observation, info))
     env.close()
