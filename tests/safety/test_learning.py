@@ -21,6 +21,7 @@ from omnigym.evaluators.rollout import evaluate
 RUN = "Safe/PointRun-v0"
 RECKLESS_GRID = [(0.0, 0.0), (0.9, 0.0), (1.0, 0.0), (1.0, 0.3)]
 UPDATES = 1500
+SDQC_UPDATES = 2500
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +52,15 @@ def bc_all(reckless_run):
     "make_agent",
     [
         pytest.param(lambda env: FISORLite(env=env, seed=0, hidden=[64, 64], lr=1e-3), id="fisor"),
+        # The attention encoder at this size (8-wide tokens) does not separate the feasibility
+        # value in 1,500 updates: V_h^low stays at +1.2 on the safe trajectories' states (their
+        # value is -1) and pi_r never plays; the MLP encoder reaches -0.05 to -0.26 and plays
+        # cost 0 at a return of 10.2-11.3 on seeds 0-2 after 2,500 updates (docs/safety.md).
         pytest.param(
             lambda env: SDQC(
-                env=env, seed=0, hidden=64, z_dim=16, token_dim=8, contrast_batch=16, lr=1e-3
+                env=env, seed=0, hidden=64, z_dim=16, encoder="mlp", contrast_batch=16, lr=1e-3
             ),
             id="sdqc",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "safe (cost 3.0 <= 5) but return 9.20 < 9.35: after 1,500 updates V_h^low is "
-                    "+1.22 on the safe trajectories' states (their value is -1), so pi_h plays 86% "
-                    "of the steps, pi_to 14%, pi_r none"
-                ),
-            ),
         ),
     ],
 )
@@ -72,7 +69,10 @@ def test_feasibility_guided_agent_costs_less_than_bc_all_at_comparable_reward(
 ):
     data, env, kappa = reckless_run
     bc_cost, bc_return = bc_all
-    cost, episode_return = played(make_agent(env).learn(data, UPDATES))
+    agent = make_agent(env)
+    cost, episode_return = played(
+        agent.learn(data, SDQC_UPDATES if isinstance(agent, SDQC) else UPDATES)
+    )
     assert bc_cost > 20 * kappa  # BC-All copies the reckless majority
     assert cost <= kappa
     assert episode_return >= 0.5 * bc_return
