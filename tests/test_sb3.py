@@ -156,24 +156,23 @@ def test_act_before_training_and_unknown_algorithms_are_errors():
     env.close()
 
 
+PPO_ENTRY = {
+    "name": "omnigym.agents.sb3:SB3Agent",
+    "label": "ppo",
+    "kwargs": AGENT_KWARGS,
+    "train": {"budget": 128},
+}
+
+
+def _ppo_scenario(**fields):
+    """A scenario of one episode per seed on the test task, with ``fields`` set."""
+    return {"name": "ppo", "envs": [{"id": ENV_ID, "kwargs": ENV_KWARGS}], "episodes": 1, **fields}
+
+
 def test_scenario_run_writes_curve_and_checkpoint_and_resumes_from_the_checkpoint(tmp_path):
     from omnigym.cli import main
 
-    scenario = {
-        "name": "ppo",
-        "envs": [{"id": ENV_ID, "kwargs": ENV_KWARGS}],
-        "agents": [
-            {
-                "name": "omnigym.agents.sb3:SB3Agent",
-                "label": "ppo",
-                "kwargs": AGENT_KWARGS,
-                "train": {"budget": 128},
-            },
-            "random",
-        ],
-        "episodes": 1,
-        "seeds": [0],
-    }
+    scenario = _ppo_scenario(agents=[PPO_ENTRY, "random"], seeds=[0])
     path = tmp_path / "ppo.yaml"
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "out"
@@ -195,20 +194,7 @@ def test_scenario_run_writes_curve_and_checkpoint_and_resumes_from_the_checkpoin
 def test_two_workers_train_the_seeds_in_the_pool_as_one_process_would(tmp_path):
     from omnigym.cli import main
 
-    scenario = {
-        "name": "ppo",
-        "envs": [{"id": ENV_ID, "kwargs": ENV_KWARGS}],
-        "agents": [
-            {
-                "name": "omnigym.agents.sb3:SB3Agent",
-                "label": "ppo",
-                "kwargs": AGENT_KWARGS,
-                "train": {"budget": 128},
-            }
-        ],
-        "episodes": 1,
-        "seeds": [0, 1],
-    }
+    scenario = _ppo_scenario(agents=[PPO_ENTRY], seeds=[0, 1])
     runs = {}
     for workers in (1, 2):
         path = tmp_path / f"ppo{workers}.yaml"
