@@ -34,6 +34,11 @@ from omnigym.registry import UnknownEnvError, make, spec
 from .stats import summarize
 
 PROTOCOLS = ("dsrl", "strict")
+SCOPE_TITLES = {
+    "in_distribution": "average",
+    "shifted": "average, shifted",
+    "other_tasks": "average, other tasks",
+}
 NEAR_ZERO_COST = 0.1  # "almost zero violations": normalized cost at most this
 
 
@@ -181,8 +186,16 @@ def suite_average(
     }
 
 
-def safety_tables(records: Sequence[Mapping[str, Any]], protocols: Sequence[str] = PROTOCOLS):
-    """``{protocol: {"rows": [...], "averages": {agent: {"in_distribution"|"shifted": ...}}}}``."""
+def safety_tables(
+    records: Sequence[Mapping[str, Any]],
+    protocols: Sequence[str] = PROTOCOLS,
+    main_tasks: Sequence[str] | None = None,
+):
+    """``{protocol: {"rows": [...], "averages": {agent: {scope: ...}}}}`` with three scopes:
+    ``in_distribution`` (the main table: each agent on the ``main_tasks`` it was trained and
+    played on; every task when None), ``shifted`` (trained on a main task, played on its
+    level-2 twin) and ``other_tasks`` (trained and played on a task outside ``main_tasks``, such
+    as an ablation's)."""
     tables = {}
     for protocol in protocols:
         rows = protocol_rows(records, protocol)
@@ -191,9 +204,13 @@ def safety_tables(records: Sequence[Mapping[str, Any]], protocols: Sequence[str]
         averages: dict[str, dict[str, Any]] = {}
         for agent in sorted({row["agent"] for row in rows}):
             mine = [row for row in rows if row["agent"] == agent]
+            main = [r for r in mine if main_tasks is None or r["task"] in main_tasks]
             averages[agent] = {
-                "in_distribution": suite_average([r for r in mine if r["task"] == r["env_id"]]),
-                "shifted": suite_average([r for r in mine if r["task"] != r["env_id"]]),
+                "in_distribution": suite_average([r for r in main if r["task"] == r["env_id"]]),
+                "shifted": suite_average([r for r in main if r["task"] != r["env_id"]]),
+                "other_tasks": suite_average(
+                    [r for r in mine if r["task"] == r["env_id"] and r not in main]
+                ),
             }
         tables[protocol] = {"rows": rows, "averages": averages}
     return tables
@@ -222,11 +239,10 @@ def format_safety_tables(tables: Mapping[str, Any], agents: Sequence[str]) -> st
             best = max(safe_rewards) if safe_rewards else None
             name = env_id if env_id == task else f"{env_id} ← {task}"
             lines.append(f"| {name} | " + " | ".join(_cell(r, best) for r in mine) + " |")
-        for scope in ("in_distribution", "shifted"):
+        for scope, title in SCOPE_TITLES.items():
             summaries = [table["averages"].get(a, {}).get(scope) for a in present]
             if not any(summaries):
                 continue
-            title = "average" if scope == "in_distribution" else "average, shifted"
             lines.append(f"| *{title}* | " + " | ".join(_average_cell(s) for s in summaries) + " |")
             lines.append(
                 f"| *safe / cost ≤ {NEAR_ZERO_COST:g}* | "
@@ -285,3 +301,101 @@ def format_training(diagnostics: Sequence[Mapping[str, Any]], agents: Sequence[s
             f"| {agent} | {len(timed)} | {seconds / len(timed):.1f} | {updates / seconds:.1f} |"
         )
     return "\n".join(lines) + "\n" if len(lines) > 4 else ""
+
+
+def loss_summary(curves: Mapping[str, Sequence[float]], points: int = 10) -> dict[str, list]:
+    """Each per-update loss curve cut into ``points`` equal windows: ``[[last update of the
+    window, mean loss over it], ...]`` (shorter curves keep one point per update)."""
+    summary = {}
+    for name, values in curves.items():
+        values = np.asarray(values, dtype=float)
+        if len(values) == 0:
+            continue
+        edges = np.linspace(0, len(values), min(points, len(values)) + 1).astype(int)
+        summary[name] = [
+            [int(stop), float(values[start:stop].mean())]
+            for start, stop in zip(edges[:-1], edges[1:], strict=True)
+        ]
+    return summary
+
+
+def calibration(values: Sequence[float], costs: Sequence[float]) -> dict[str, Any]:
+    """Feasibility values V_h at the episodes' first states against the episodes' realised
+    costs. V_h ≤ 0 predicts that the episode can be played at zero cost (FISOR's feasible
+    region). Returns the episode count, the mean value, the share predicted feasible, the
+    share of those that still cost something, and the mean episode cost on each side (None
+    where a side is empty)."""
+    values, costs = np.asarray(values, dtype=float), np.asarray(costs, dtype=float)
+    feasible = values <= 0
+
+    def mean(x: np.ndarray) -> float | None:
+        return float(x.mean()) if len(x) else None
+
+    return {
+        "episodes": len(values),
+        "value": mean(values),
+        "predicted_feasible": mean(feasible.astype(float)),
+        "violated_when_feasible": mean((costs[feasible] > 0).astype(float)),
+        "cost_when_feasible": mean(costs[feasible]),
+        "cost_when_infeasible": mean(costs[~feasible]),
+    }
+
+
+def format_diagnostics(diagnostics: Sequence[Mapping[str, Any]], agents: Sequence[str]) -> str:
+    """Markdown of what the feasibility-guided agents did while playing (share of states per
+    policy or region, calibration of V_h at the first state) and of every agent's losses
+    (first and last tenth of training), each averaged over the units that recorded them."""
+    lines = []
+    plays: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for entry in diagnostics:
+        for play in entry.get("plays", ()):
+            plays[(entry["agent"], play["env_id"])].append(play)
+    if plays:
+        lines += [
+            "## Feasibility while playing (strict threshold)",
+            "",
+            "| agent | env | share of states per policy | predicted feasible at start | "
+            "cost when feasible / infeasible |",
+            "|---|---|---|---:|---:|",
+        ]
+        order = {agent: i for i, agent in enumerate(agents)}
+        for agent, env_id in sorted(plays, key=lambda k: (order.get(k[0], len(order)), k[1])):
+            group = plays[(agent, env_id)]
+            names = sorted({n for p in group for n in p.get("regions", {})})
+            shares = " · ".join(
+                f"{n} {np.mean([p['regions'].get(n, 0.0) for p in group]):.2f}" for n in names
+            )
+            cal = [p["calibration"] for p in group if p.get("calibration")]
+            feasible = _mean_of(cal, "predicted_feasible")
+            costs = " / ".join(
+                _fmt(_mean_of(cal, key)) for key in ("cost_when_feasible", "cost_when_infeasible")
+            )
+            lines.append(f"| {agent} | {env_id} | {shares or '–'} | {_fmt(feasible)} | {costs} |")
+        lines.append("")
+    losses: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for entry in diagnostics:
+        for name, points in (entry.get("losses") or {}).items():
+            losses[(entry["agent"], name)].append((points[0][1], points[-1][1]))
+    if losses:
+        lines += [
+            "## Losses (mean over the first and the last tenth of training)",
+            "",
+            "| agent | loss | first | last |",
+            "|---|---|---:|---:|",
+        ]
+        for agent in agents:
+            for (owner, name), pairs in losses.items():
+                if owner == agent:
+                    first, last = np.mean(pairs, axis=0)
+                    lines.append(f"| {agent} | {name} | {first:.4g} | {last:.4g} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _mean_of(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    values = [e[key] for e in entries if e.get(key) is not None]
+    return float(np.mean(values)) if values else None
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"

@@ -26,14 +26,20 @@ Options (each optional):
 - ``shift``: ``true`` (default) also plays every agent trained on a level-1 task in its level-2
   counterpart (``...1-v0`` → ``...2-v0``) at the strict threshold: the "unseen environment"
   test of SDQC; these rows read ``Safe/PointGoal2-v0 ← Safe/PointGoal1-v0``;
+- ``main_tasks``: the tasks averaged in the main table (default: every task); agents trained on
+  other tasks (an ablation's) are averaged apart, as ``other_tasks``;
 - ``knn``: ``true`` (default) records the kNN-Q consistency of agents that have
   ``knn_q_consistency`` (SDQC) in the diagnostics;
 - ``grid``: ``{agent: LABEL, env: ID, values: {delta: [...], nu: [...]}, seeds: [...]}`` adds
   one agent per value (one factor at a time), trained on that env only (for ``seeds``, default
   the scenario's).
 
-Diagnostics: one ``train`` line per unit that trained (seconds, updates) or measured the kNN-Q
-consistency. Scorecard block ``safety``: the protocol tables and the diagnostics.
+Diagnostics: one ``train`` line per unit that trained (seconds, updates, ``losses``: every loss
+of the agent's ``loss_curves()`` in ten windows), that played an agent with feasibility values
+(``plays``: per play, the share of steps each of its policies handled and the calibration of
+V_h at the episodes' first states against their costs) or that measured the kNN-Q consistency.
+Scorecard block ``safety``: the protocol tables and the diagnostics; the summary adds the
+training times, the feasibility table and the losses.
 """
 
 from __future__ import annotations
@@ -53,9 +59,12 @@ from omnigym.scenario import AgentEntry, Scenario
 
 from .dsrl import (
     PROTOCOLS,
+    calibration,
+    format_diagnostics,
     format_safety_tables,
     format_training,
     level2_id,
+    loss_summary,
     safety_tables,
     thresholds,
 )
@@ -135,6 +144,7 @@ class DSRLExperiment(Experiment):
         "shift": True,
         "knn": True,
         "grid": None,
+        "main_tasks": None,
     }
     stages = ("datasets", "train_and_play")
 
@@ -144,6 +154,9 @@ class DSRLExperiment(Experiment):
             raise ValueError(f"options.protocols must be among {list(PROTOCOLS)}, got {bad}")
         if any(env.kwargs for env in self.scenario.envs):
             raise ValueError("the DSRL experiment sets target_cost itself: envs take no kwargs")
+        unknown = sorted(set(self.options["main_tasks"] or ()) - {e.id for e in self.scenario.envs})
+        if unknown:
+            raise ValueError(f"options.main_tasks names tasks the scenario lacks: {unknown}")
         self.agents = agents_of(self.scenario, self.options["grid"])
         self.units = self._plan()
         self.paths: dict[str, str] = {}
@@ -241,14 +254,18 @@ class DSRLExperiment(Experiment):
     # ---- outputs ------------------------------------------------------------------------------
 
     def blocks(self, run: Run) -> dict[str, Any]:
-        tables = safety_tables(run.records, self.options["protocols"])
+        tables = safety_tables(run.records, self.options["protocols"], self.options["main_tasks"])
         return {"safety": {"protocols": tables, "diagnostics": latest_diagnostics(run)}}
 
     def summary(self, run: Run) -> str:
         labels = [agent.display for agent in self.agents]
         tables = run.scorecard["safety"]["protocols"]
-        training = format_training(run.scorecard["safety"]["diagnostics"], labels)
-        return format_safety_tables(tables, labels) + ("\n" + training if training else "")
+        diagnostics = run.scorecard["safety"]["diagnostics"]
+        training = format_training(diagnostics, labels)
+        acting = format_diagnostics(diagnostics, labels)
+        return "\n".join(
+            part for part in (format_safety_tables(tables, labels), training, acting) if part
+        )
 
 
 def latest_diagnostics(run: Run) -> list[dict[str, Any]]:
@@ -288,8 +305,7 @@ def _generate_job(job: tuple[str, str, int, int]) -> str:
 
 def _run_unit(unit: Unit) -> tuple[list[Record], dict[str, Any]]:
     """Train (or load) the unit's agent and play it; return its records and diagnostics
-    (training time when it trained, the kNN-Q consistency when the agent has one; empty when
-    neither)."""
+    (:func:`_measure`; empty when there is nothing to report)."""
     env = make(unit.task)
     kwargs = {**unit.agent.kwargs}
     if unit.agent.train is not None:
@@ -309,11 +325,18 @@ def _run_unit(unit: Unit) -> tuple[list[Record], dict[str, Any]]:
             with timed() as timing:
                 agent.learn(unit.dataset, unit.agent.train.budget)
             measured.update(train_seconds=timing["seconds"], updates=unit.agent.train.budget)
+            curves = getattr(agent, "loss_curves", None)
+            if callable(curves) and (losses := loss_summary(curves())):
+                measured["losses"] = losses
             RunFolder.save(agent.save, checkpoint)
     records: list[Record] = []
+    plays = []
+    regions = getattr(agent, "regions", None)
     for play in unit.plays:
         if unit.use == "act":
             agent.set_target_cost(play.target_cost)
+        if regions is not None:
+            regions.clear()
         played = evaluate(
             play.env_id,
             agent,
@@ -330,6 +353,10 @@ def _run_unit(unit: Unit) -> tuple[list[Record], dict[str, Any]]:
                 kappa_free=unit.use is None,
             )
         records += played
+        if regions is not None or callable(getattr(agent, "feasibility", None)):
+            plays.append(_acting(agent, play, played))
+    if plays:
+        measured["plays"] = plays
     if unit.knn and callable(getattr(agent, "knn_q_consistency", None)):
         from omnigym.envs.safety.dsrl import load_dataset
 
@@ -347,3 +374,24 @@ def _run_unit(unit: Unit) -> tuple[list[Record], dict[str, Any]]:
         "target_cost": unit.train_cost,
     }
     return records, {**where, **measured}
+
+
+def _acting(agent: Any, play: Play, played: list[Record]) -> dict[str, Any]:
+    """What a feasibility-guided agent did in one play: the share of steps each of its
+    policies (or regions) handled (``agent.regions``, a Counter it fills while acting) and the
+    calibration of its feasibility values at the episodes' first states (``agent.feasibility``)
+    against the episodes' costs."""
+    measured: dict[str, Any] = {"env_id": play.env_id, "label": play.label}
+    regions = getattr(agent, "regions", None)
+    if regions:
+        total = sum(regions.values())
+        measured["regions"] = {name: count / total for name, count in sorted(regions.items())}
+    if callable(getattr(agent, "feasibility", None)):
+        env = make(play.env_id, target_cost=play.target_cost)
+        try:
+            starts = np.stack([env.reset(seed=r["episode_seed"])[0] for r in played])
+        finally:
+            env.close()
+        values = agent.feasibility(starts)
+        measured["calibration"] = calibration(values, [r["cost"] or 0.0 for r in played])
+    return measured

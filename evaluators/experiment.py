@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from omnigym.agent import make_agent
+from omnigym.agent import load_agent_factory, make_agent
 from omnigym.io import atomic_write_text
 from omnigym.pool import Pool, make_pool
 from omnigym.processes import measured
@@ -431,19 +431,36 @@ class TrainThenEvaluate(Experiment):
     """Train each agent that has a ``train:`` budget, per (env, seed), then evaluate every
     agent: the experiment of any scenario that names none.
 
-    An agent that records its training (a ``learning_curve`` attribute of ``(timesteps,
-    return)`` pairs, as :class:`omnigym.agents.sb3.SB3Agent` keeps) has each curve appended to
-    ``learning_curves.jsonl`` when training ends; the report plots it. An agent with ``save``
-    and ``load`` is saved after training (:meth:`RunFolder.checkpoint`) and loaded on a re-run.
+    Agents with ``save`` and ``load`` train in the run's pool, one job per (env, agent, seed),
+    each job writing its checkpoint (:meth:`RunFolder.checkpoint`); the evaluation loads them,
+    and so does a re-run. Other trained agents train here, one at a time, before they play. An
+    agent that records its training (a ``learning_curve`` attribute of ``(timesteps, return)``
+    pairs, as :class:`omnigym.agents.sb3.SB3Agent` keeps) has each curve appended to
+    ``learning_curves.jsonl`` when training ends; the report plots it.
     """
 
     stages = ("train_and_evaluate",)
 
     def train_and_evaluate(self) -> None:
+        self._train_in_pool()
         for env in self.scenario.envs:
             for agent in self.scenario.agents:
                 if agent.runs_on(env):
                     self._play(env, agent)
+
+    def _train_in_pool(self) -> None:
+        """Train, in the pool, every saveable agent whose checkpoint and episodes are missing."""
+        jobs = [
+            TrainJob(env, agent, seed, str(self.run.checkpoint(env.display, agent.display, seed)))
+            for env in self.scenario.envs
+            for agent in self.scenario.agents
+            if agent.train is not None and agent.runs_on(env) and _saves(agent, env)
+            for seed in self.scenario.seeds
+            if not self.done(env.display, agent.display, [seed], self.scenario.episodes)
+            and not self.run.checkpoint(env.display, agent.display, seed).exists()
+        ]
+        for job, timing, curve in self.pool.map(train_job, jobs, ordered=False):
+            self._trained_as(job.env, job.agent, job.seed, timing, curve)
 
     def _play(self, env: EnvEntry, agent: AgentEntry) -> None:
         seeds, episodes = self.scenario.seeds, self.scenario.episodes
@@ -453,32 +470,77 @@ class TrainThenEvaluate(Experiment):
         for seed in seeds:
             if self.done(env.display, agent.display, [seed], episodes):
                 continue
-            trained = self._trained(env, agent, seed)
-            self.evaluate(env, trained, agent.display, [seed])
+            self.evaluate(env, self._trained(env, agent, seed), agent.display, [seed])
 
     def _trained(self, env: EnvEntry, agent: AgentEntry, seed: int) -> Any:
         """The agent trained for ``seed``: loaded from its checkpoint if one was saved, else
         trained now (its curve and checkpoint written as soon as training ends)."""
         checkpoint = self.run.checkpoint(env.display, agent.display, seed)
-        play_env = make(env.id, **env.kwargs)
-        try:
-            built = make_agent(agent.name, env=play_env, env_id=env.id, **agent.kwargs)
-            if checkpoint.exists():
+        if checkpoint.exists():
+            play_env = make(env.id, **env.kwargs)
+            try:
+                built = make_agent(agent.name, env=play_env, env_id=env.id, **agent.kwargs)
                 built.load(checkpoint)
-                return built
-            learn = getattr(built, "learn", None)
-            if learn is None:
-                raise ValueError(f"agent {agent.display!r} has a train budget but no learn()")
-            if hasattr(built, "reset"):
-                built.reset(seed)
-            with timed() as timing:
-                learn(play_env, agent.train.budget)
-        finally:
-            play_env.close()
+            finally:
+                play_env.close()
+            return built
+        built, timing = train(env, agent, seed)
+        if _can_save(built):
+            self.run.save(built.save, checkpoint)
+        self._trained_as(env, agent, seed, timing, getattr(built, "learning_curve", None))
+        return built
+
+    def _trained_as(
+        self, env: EnvEntry, agent: AgentEntry, seed: int, timing: dict, curve: Any
+    ) -> None:
+        """Record one finished training: its diagnostics line and learning curve."""
         self.run.diagnose("train", env_id=env.display, agent=agent.display, seed=seed, **timing)
-        curve = getattr(built, "learning_curve", None)
         if curve:
             self.run.append_learning_curve(env.display, agent.display, seed, curve)
-        if callable(getattr(built, "save", None)) and callable(getattr(built, "load", None)):
-            self.run.save(built.save, checkpoint)
-        return built
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """One training of :class:`TrainThenEvaluate`'s pool: ``agent`` on ``env`` for ``seed``,
+    saved to ``checkpoint``."""
+
+    env: EnvEntry
+    agent: AgentEntry
+    seed: int
+    checkpoint: str
+
+
+def train(env: EnvEntry, agent: AgentEntry, seed: int) -> tuple[Any, dict[str, float]]:
+    """Build ``agent`` for ``env``, seed it and run ``learn(env, budget)``; returns the agent
+    and the training's :func:`timed` figures, measured where it ran, with that process's
+    ``pid``."""
+    play_env = make(env.id, **env.kwargs)
+    try:
+        built = make_agent(agent.name, env=play_env, env_id=env.id, **agent.kwargs)
+        learn = getattr(built, "learn", None)
+        if learn is None:
+            raise ValueError(f"agent {agent.display!r} has a train budget but no learn()")
+        if hasattr(built, "reset"):
+            built.reset(seed)
+        with timed() as timing:
+            learn(play_env, agent.train.budget)
+    finally:
+        play_env.close()
+    return built, {**timing, "pid": os.getpid()}
+
+
+def train_job(job: TrainJob) -> tuple[TrainJob, dict[str, float], Any]:
+    """A pool job: :func:`train`, then save the checkpoint (whole or absent)."""
+    built, timing = train(job.env, job.agent, job.seed)
+    RunFolder.save(built.save, Path(job.checkpoint))
+    curve = getattr(built, "learning_curve", None)
+    return job, timing, list(curve) if curve else None
+
+
+def _can_save(agent: Any) -> bool:
+    return callable(getattr(agent, "save", None)) and callable(getattr(agent, "load", None))
+
+
+def _saves(agent: AgentEntry, env: EnvEntry) -> bool:
+    """Whether ``agent``'s class (read without building it) saves and loads checkpoints."""
+    return _can_save(load_agent_factory(agent.name, env.id))

@@ -239,6 +239,11 @@ class BCAgent:
             )
         elif env_id != self.env_id:
             raise ValueError(f"this agent was trained on {self.env_id}, not {env_id}")
+        # The updates see budget x batch_size turns: only those are tokenised (a draw without
+        # replacement, which is what the trainer's shuffled epoch would give).
+        seen = budget * config.batch_size
+        if seen < len(examples):
+            examples = [examples[i] for i in sorted(self._rng.choice(len(examples), seen, False))]
         losses = train_sft(
             self.policy.lm, sft_examples(self.policy, examples), budget, config, seed
         )

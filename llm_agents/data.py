@@ -180,16 +180,20 @@ def _positions(messages: Sequence[Record]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def dataset_examples(
-    records: Sequence[Record], env_id: str | None = None, gamma: float = 1.0
+    records: Sequence[Record],
+    env_id: str | None = None,
+    gamma: float = 1.0,
+    env_kwargs: Mapping[str, Any] | None = None,
 ) -> list[Example]:
     """Every agent turn of ``records`` as an :class:`Example`, episodes in order (replayed
-    through one env of ``env_id``, default the records' task)."""
+    through one env of ``env_id``, default the records' task, made with ``env_kwargs``: a
+    Wordle made with ``list_guesses=True`` gives each turn its legal actions)."""
     if not 0 <= gamma <= 1:
         raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
     if not records:
         return []
     env_id = env_id or records[0]["task"]
-    env = None if env_id in POSITION_TASKS else omnigym.make(env_id)
+    env = None if env_id in POSITION_TASKS else omnigym.make(env_id, **(env_kwargs or {}))
     try:
         return [
             example

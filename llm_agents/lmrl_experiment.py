@@ -22,16 +22,23 @@ the experiment's worker pool (one torch thread each), results taken as each job 
 
 A job's episodes are stored when it ends; a re-run plays only the (env, agent, seed)
 evaluations that are missing. Diagnostics: a ``train`` line per training (budget, wall and CPU
-seconds, first and last loss, episodes trained) and an ``evaluate`` line per evaluation (wall
+seconds, first and last loss, episodes trained), an ``imitation`` line per trained BC or %BC
+(:func:`omnigym.llm_agents.imitation.imitation_report` on ``imitation_turns`` turns of
+``HELD_OUT_EPISODES`` fresh dataset episodes, seed ``HELD_OUT_SEED``: held-out loss, token and
+action accuracy beside the majority-class rates) and an ``evaluate`` line per evaluation (wall
 and CPU seconds); PPO's training curves go to ``learning_curves.jsonl``. The summary
 (``scorecard.md``): each task's normalized score per trained agent, ours beside the paper's,
-then the agents without training (random play, the oracle), then the timings per agent.
+then the agents without training (random play, the oracle), BC's imitation, then the timings
+per agent.
 
 Options:
 
 - ``start_from``: ``{label: label}``, each a trained agent of the scenario;
 - ``agent_kwargs``: ``{label: {kwarg: value}}``, laid over the agents' own kwargs (the quick
   profile shrinks the datasets this way);
+- ``task_agent_kwargs``: ``{env label: {agent label: {kwarg: value}}}``, laid over those on
+  that task only (a prompt as long as the task's state needs);
+- ``imitation_turns``: held-out dataset turns BC's imitation is measured on (0: not measured);
 - ``paper_scores``: ``"module:NAME"`` of the paper's normalized scores, ``{env id: {agent
   label: score}}``, shown beside ours. The paper's numbers live with its claims checker
   (``omnigym.scenarios.claims.lmrl_agents:PAPER_TABLE_2``, LMRL-Gym's Table 2), a layer above
@@ -49,8 +56,22 @@ import numpy as np
 from omnigym.agent import make_agent
 from omnigym.evaluators.experiment import Experiment, Run, RunFolder, timed
 from omnigym.evaluators.rollout import Record, evaluate
+from omnigym.llm_agents.bc import BCAgent
+from omnigym.llm_agents.data import dataset_examples, load_records
+from omnigym.llm_agents.imitation import imitation_report
 from omnigym.registry import load_entry_point, make
 from omnigym.scenario import AgentEntry, EnvEntry
+
+HELD_OUT_EPISODES = 100
+HELD_OUT_SEED = 1
+"""Dataset seed of the held-out episodes (the agents train on seed 0's)."""
+IMITATION_KEYS = (
+    "held_out_loss",
+    "token_accuracy",
+    "majority_token_rate",
+    "action_accuracy",
+    "majority_action_rate",
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,7 @@ class Job:
     agents: tuple[AgentEntry, ...]
     start_from: tuple[tuple[str, str], ...]
     episodes: int
+    imitation_turns: int
     run: RunFolder
 
 
@@ -83,6 +105,8 @@ class LMRLAgentsExperiment(Experiment):
     defaults: ClassVar[Mapping[str, Any]] = {
         "start_from": {},
         "agent_kwargs": {},
+        "task_agent_kwargs": {},
+        "imitation_turns": 200,
         "paper_scores": None,
     }
     stages = ("train_and_play",)
@@ -92,6 +116,16 @@ class LMRLAgentsExperiment(Experiment):
         unknown = sorted(set(self.options["agent_kwargs"]) - labels)
         if unknown:
             raise ValueError(f"options.agent_kwargs names {unknown}, not agents of the scenario")
+        envs = {env.display for env in self.scenario.envs}
+        for env, by_agent in self.options["task_agent_kwargs"].items():
+            if env not in envs:
+                raise ValueError(f"options.task_agent_kwargs names {env!r}, not a scenario env")
+            unknown = sorted(set(by_agent) - labels)
+            if unknown:
+                raise ValueError(
+                    f"options.task_agent_kwargs[{env!r}] names {unknown}, not agents of the "
+                    "scenario"
+                )
         trained = {agent.display for agent in self.scenario.agents if agent.train is not None}
         start_from = self.options["start_from"]
         for child, parent in start_from.items():
@@ -113,10 +147,25 @@ class LMRLAgentsExperiment(Experiment):
                 self.paper = load_entry_point(self.options["paper_scores"])
             except ImportError as error:
                 raise ValueError(f"options.paper_scores: {error}") from None
+        turns = self.options["imitation_turns"]
+        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+            raise ValueError(f"options.imitation_turns must be an int >= 0, got {turns!r}")
+        self.agents = self.agents_on(None)
+
+    def agents_on(self, env: str | None) -> tuple[AgentEntry, ...]:
+        """The scenario's agents with ``agent_kwargs`` and, on ``env``, ``task_agent_kwargs``
+        laid over their kwargs."""
         overrides = self.options["agent_kwargs"]
-        self.agents = tuple(
+        on_task = self.options["task_agent_kwargs"].get(env, {})
+        return tuple(
             agent.model_copy(
-                update={"kwargs": {**agent.kwargs, **overrides.get(agent.display, {})}}
+                update={
+                    "kwargs": {
+                        **agent.kwargs,
+                        **overrides.get(agent.display, {}),
+                        **on_task.get(agent.display, {}),
+                    }
+                }
             )
             for agent in self.scenario.agents
         )
@@ -127,7 +176,8 @@ class LMRLAgentsExperiment(Experiment):
         start_from = tuple(sorted(self.options["start_from"].items()))
         jobs = []
         for env in scenario.envs:
-            playing = [agent for agent in self.agents if agent.runs_on(env)]
+            agents = self.agents_on(env.display)
+            playing = [agent for agent in agents if agent.runs_on(env)]
             for seed in scenario.seeds:
                 todo = tuple(
                     agent
@@ -135,8 +185,18 @@ class LMRLAgentsExperiment(Experiment):
                     if not self.done(env.display, agent.display, [seed], scenario.episodes)
                 )
                 if todo:
+                    turns = self.options["imitation_turns"]
                     jobs.append(
-                        Job(env, seed, todo, self.agents, start_from, scenario.episodes, self.run)
+                        Job(
+                            env,
+                            seed,
+                            todo,
+                            agents,
+                            start_from,
+                            scenario.episodes,
+                            turns,
+                            self.run,
+                        )
                     )
         return jobs
 
@@ -156,7 +216,8 @@ class LMRLAgentsExperiment(Experiment):
         trained = [agent.display for agent in self.agents if agent.train is not None]
         untrained = [agent.display for agent in self.agents if agent.train is None]
         comparison = format_comparison(run.scorecard, trained, untrained, self.paper)
-        return comparison + "\n" + format_timings(run.diagnostics)
+        imitation = format_imitation(run.diagnostics)
+        return comparison + "\n" + imitation + format_timings(run.diagnostics)
 
 
 def run_job(job: Job) -> JobResult:
@@ -192,6 +253,8 @@ def run_job(job: Job) -> JobResult:
         result.diagnostics.append(
             ("train", {**where, "budget": agent.train.budget, **timing, **summary})
         )
+        if isinstance(built, BCAgent) and job.imitation_turns:
+            result.diagnostics.append(("imitation", {**where, **held_out_imitation(job, built)}))
         curve = getattr(built, "learning_curve", None)
         if curve:
             result.curves.append((job.env.display, label, job.seed, list(curve)))
@@ -215,6 +278,18 @@ def run_job(job: Job) -> JobResult:
         where = _where(job, agent.display)
         result.diagnostics.append(("evaluate", {**where, "episodes": job.episodes, **timing}))
     return result
+
+
+def held_out_imitation(job: Job, agent: BCAgent) -> dict[str, Any]:
+    """:func:`~omnigym.llm_agents.imitation.imitation_report` of a trained BC on
+    ``job.imitation_turns`` turns (drawn with the job's seed) of ``HELD_OUT_EPISODES`` episodes
+    of the task's dataset made with seed ``HELD_OUT_SEED``, replayed through the job's env
+    kwargs (so Wordle's turns list its guesses as in play)."""
+    _, records = load_records(job.env.id, HELD_OUT_EPISODES, HELD_OUT_SEED)
+    examples = dataset_examples(records, job.env.id, env_kwargs=job.env.kwargs)
+    count = min(job.imitation_turns, len(examples))
+    picked = np.random.default_rng(job.seed).choice(len(examples), size=count, replace=False)
+    return imitation_report(agent.policy, [examples[i] for i in sorted(picked)])
 
 
 def _where(job: Job, label: str) -> dict[str, Any]:
@@ -293,6 +368,39 @@ def format_comparison(
 def _interval(summary: Mapping[str, Any]) -> str:
     low, high = summary["ci95"]
     return f"{summary['mean']:.1f} [{low:.1f}, {high:.1f}]"
+
+
+def format_imitation(diagnostics: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: per task and BC agent, the held-out imitation measures (means over seeds, the
+    latest line of each); empty when none was measured."""
+    latest = {
+        (d["env_id"], d["agent"], d["seed"]): d
+        for d in diagnostics
+        if d.get("stage") == "imitation"
+    }
+    if not latest:
+        return ""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for (env, agent, _), entry in latest.items():
+        groups.setdefault((env, agent), []).append(entry)
+    lines = [
+        "## Imitation of held-out dataset turns",
+        "",
+        "Means over seeds; majority: the best constant prediction of the same turns.",
+        "",
+        "| task | agent | held-out loss | token accuracy (majority) "
+        "| action accuracy (majority) | turns |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for (env, agent), entries in sorted(groups.items()):
+        mean = {key: float(np.mean([e[key] for e in entries])) for key in IMITATION_KEYS}
+        lines.append(
+            f"| {env} | {agent} | {mean['held_out_loss']:.3f} | "
+            f"{mean['token_accuracy']:.3f} ({mean['majority_token_rate']:.3f}) | "
+            f"{mean['action_accuracy']:.3f} ({mean['majority_action_rate']:.3f}) | "
+            f"{sum(e['turns'] for e in entries)} |"
+        )
+    return "\n".join(lines) + "\n\n"
 
 
 def format_timings(diagnostics: Sequence[Mapping[str, Any]]) -> str:

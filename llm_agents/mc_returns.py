@@ -17,10 +17,12 @@ by β·Q. Algorithm (:meth:`MCReturnsAgent.learn`):
    agent turns (:func:`omnigym.llm_agents.data.dataset_examples`), G the undiscounted return to
    go and σ the standard deviation of G over the dataset, so that β has one meaning on every
    task (LMRL tunes β per task).
-4. **Acting.** The candidates are the legal actions where the env lists them (the policy's
-   constrained decoding), scored by log π_BC(a | h) + β·Q(h, a); elsewhere k = 8 utterances
-   sampled from the BC policy at temperature 1, scored by log n(a) + β·Q(h, a) with n(a) the
-   number of times a was drawn (self-normalised importance sampling of π_BC·exp(β·Q)). The
+4. **Acting.** The candidates are the legal actions where the env lists a few of them (the
+   policy's constrained decoding), scored by log π_BC(a | h) + β·Q(h, a); elsewhere k = 8
+   utterances sampled from the BC policy at temperature 1 (through the prefix tree of the legal
+   actions where the env lists many, :mod:`omnigym.llm_agents.constrained`), scored by
+   log n(a) + β·Q(h, a) with n(a) the number of times a was drawn (self-normalised importance
+   sampling of π_BC·exp(β·Q)). The
    best-scoring candidate is played (``temperature = 0``) or one is drawn from the softmax of
    the scores divided by ``temperature``.
 
@@ -132,6 +134,7 @@ class TurnBatch:
     completion_ids: torch.Tensor  # (N, W)
     completion_mask: torch.Tensor  # (N, W)
     rows: torch.Tensor  # (N,)
+    allowed: torch.Tensor | None = None  # (N, W, V): tokens a constrained policy may write
 
     @classmethod
     def build(
@@ -140,11 +143,26 @@ class TurnBatch:
         completions: Sequence[Sequence[int]],
         rows: Sequence[int],
         pad_id: int,
+        allowed: Sequence[torch.Tensor | None] | None = None,
     ) -> TurnBatch:
+        """``allowed[j]``: ``bool[len(completions[j]), V]``, the tokens each position of
+        completion ``j`` may take, or None for every token (padding always allows all)."""
         prompt_ids, prompt_mask = _right_padded(prompts, pad_id)
         completion_ids, completion_mask = _right_padded(completions, pad_id)
+        masks = None
+        if allowed is not None and any(mask is not None for mask in allowed):
+            vocab = next(mask for mask in allowed if mask is not None).shape[1]
+            masks = torch.ones((*completion_ids.shape, vocab), dtype=torch.bool)
+            for row, mask in enumerate(allowed):
+                if mask is not None:
+                    masks[row, : mask.shape[0]] = mask
         return cls(
-            prompt_ids, prompt_mask, completion_ids, completion_mask, torch.tensor(list(rows))
+            prompt_ids,
+            prompt_mask,
+            completion_ids,
+            completion_mask,
+            torch.tensor(list(rows)),
+            masks,
         )
 
 
@@ -202,9 +220,13 @@ def completion_log_probs(
     lm_head: torch.nn.Module, states: torch.Tensor, hidden: torch.Tensor, batch: TurnBatch
 ) -> torch.Tensor:
     """log p(completion | prompt) of each completion (N,): its tokens' log-probabilities summed,
-    the first predicted from the prompt's last state, the others from the completion's own."""
+    the first predicted from the prompt's last state, the others from the completion's own;
+    each over the tokens ``batch.allowed`` leaves, where it is given."""
     inputs = torch.cat([states[batch.rows][:, None], hidden[:, :-1]], dim=1)
-    log_probs = torch.log_softmax(lm_head(inputs).float(), dim=-1)
+    logits = lm_head(inputs).float()
+    if batch.allowed is not None:
+        logits = logits.masked_fill(~batch.allowed, -math.inf)
+    log_probs = torch.log_softmax(logits, dim=-1)
     picked = log_probs.gather(2, batch.completion_ids[..., None])[..., 0]
     return (picked * batch.completion_mask).sum(dim=1)
 
@@ -398,15 +420,20 @@ class MCReturnsAgent:
         return actions[sample_index(scores, self.config.temperature, self._rng)]
 
     def candidates(self, observation: str, info: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
-        """``(utterances, log prior)``: the legal actions with log π_BC where the env lists them
-        (and the policy decodes constrained), else ``candidates`` samples of the BC policy with
-        the log of each distinct utterance's count (module docstring)."""
+        """``(utterances, log prior)``: the legal actions with log π_BC where the env lists a few
+        (and the policy decodes constrained), else ``candidates`` samples of the BC policy (among
+        the legal actions where the env lists many) with the log of each distinct utterance's
+        count (module docstring)."""
         policy = self._require_policy()
         legal = info.get("legal_actions") if policy.constrained else None
-        if legal:
+        if legal and len(legal) <= policy.enumerate_limit:
             actions = list(legal)
             return actions, policy.action_log_likelihoods(observation, actions)
-        drawn = self._proposer().generate([observation] * self.config.candidates)
+        count, temperature = self.config.candidates, self.config.proposal_temperature
+        if legal:
+            drawn = policy.propose(observation, legal, count, temperature)
+        else:
+            drawn = self._proposer().generate([observation] * count)
         distinct = list(dict.fromkeys(drawn))
         return distinct, np.log([drawn.count(text) for text in distinct])
 

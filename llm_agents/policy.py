@@ -17,10 +17,13 @@ lets them write the next utterance (``docs/lmrl.md``):
   always survive and training (:mod:`omnigym.llm_agents.data`) and play see the same token
   ids. The completion is the action's tokens and the end-of-sequence token.
 - **Constrained decoding** (``constrained=True``, the default) where the env lists
-  ``info["legal_actions"]`` (Maze, Text-Nav, Chess, Endgames): every legal action is scored by
-  its log-likelihood under the model (:meth:`LMPolicy.action_log_likelihoods`; the prompt runs
-  once and its key/value cache is shared by the candidates, scored ``batch_size`` at a time);
-  the best is played, or one is sampled from their softmax at ``temperature > 0``. Elsewhere,
+  ``info["legal_actions"]`` (Maze, Text-Nav, Chess, Endgames; Wordle and the question games on
+  request): up to ``enumerate_limit`` legal actions are each scored by their log-likelihood
+  under the model (:meth:`LMPolicy.action_log_likelihoods`; the prompt runs once and its
+  key/value cache is shared by the candidates, scored ``batch_size`` at a time), and the best is
+  played, or one is sampled from their softmax at ``temperature > 0``; more (Wordle's 11,406
+  guesses) are written token by token through their prefix tree
+  (:class:`~omnigym.llm_agents.constrained.ActionTrie`), greedily or sampled. Elsewhere,
   and with ``constrained=False``: greedy or sampled generation (``transformers``' ``generate``)
   up to the end-of-sequence token, a newline or ``max_new_tokens``; the text is passed to the
   env as it is, so text that parses to nothing is a move the task penalises. LMRL-Gym decodes
@@ -61,6 +64,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from omnigym.llm_agents.constrained import ActionTrie
 from omnigym.llm_agents.models import (
     CHECKPOINT_FILE,
     SMOLLM2,
@@ -80,6 +84,8 @@ DEFAULT_CONTEXT = 1024
 """Prompt plus new tokens when the model allows more (SmolLM2 has 8,192 positions)."""
 STOP = "\n"
 SENTINEL = "\x00OBSERVATION\x00"
+ENUMERATE_LIMIT = 64
+"""Legal-action sets up to this size are scored whole; larger ones go through the prefix tree."""
 
 
 # ---- the tasks' prompts ------------------------------------------------------------------------
@@ -282,6 +288,8 @@ class LMPolicy:
         instructions: put the task's instructions in the prompt (default: for every model but
             a tiny one, which is trained from scratch and so learns nothing from them).
         batch_size: prompts per ``generate`` call and candidates per scoring pass.
+        enumerate_limit: the most legal actions scored one by one; a larger list is decoded
+            through its prefix tree (module docstring).
         memory_limit: bytes a full batch may take (:func:`check_inference_budget`).
         seed: seeds sampled actions (and an untrained tiny model's weights).
         single_thread: compute on one torch thread (:func:`omnigym.threads.one_torch_thread`,
@@ -302,6 +310,7 @@ class LMPolicy:
         max_prompt_tokens: int | None = None,
         instructions: bool | None = None,
         batch_size: int = 8,
+        enumerate_limit: int = ENUMERATE_LIMIT,
         memory_limit: int = MEMORY_LIMIT,
         seed: int = 0,
         single_thread: bool = True,
@@ -343,6 +352,8 @@ class LMPolicy:
             self.lm, batch_size, self.max_new_tokens, max_prompt_tokens, memory_limit
         )
         self.batch_size = batch_size
+        self.enumerate_limit = _positive_int("enumerate_limit", enumerate_limit)
+        self._tries: dict[int, tuple[Sequence[str], ActionTrie]] = {}
         self.format = PromptFormat(
             self.lm.tokenizer, self.env_id, max_prompt_tokens, bool(instructions)
         )
@@ -391,9 +402,11 @@ class LMPolicy:
         free = []
         for row, (observation, info) in enumerate(zip(observations, infos, strict=True)):
             legal = info.get("legal_actions") if self.constrained else None
-            if legal:
+            if legal and len(legal) <= self.enumerate_limit:
                 scores = self.action_log_likelihoods(observation, legal)
                 actions[row] = legal[sample_index(scores, self.temperature, self._rng)]
+            elif legal:
+                actions[row] = self.propose(observation, legal, 1, self.temperature)[0]
             else:
                 free.append(row)
         for start in range(0, len(free), self.batch_size):
@@ -401,6 +414,29 @@ class LMPolicy:
             for row, text in zip(rows, self.generate([observations[r] for r in rows]), strict=True):
                 actions[row] = text
         return actions
+
+    def trie(self, legal: Sequence[str]) -> ActionTrie:
+        """The prefix tree of ``legal`` in this policy's tokenisation, kept for the same list
+        object (an env hands out one list at every turn; a few are kept)."""
+        key = id(legal)
+        if key not in self._tries or self._tries[key][0] is not legal:
+            if len(self._tries) >= 4:
+                self._tries.clear()
+            self._tries[key] = (legal, ActionTrie(legal, self.format.completion))
+        return self._tries[key][1]
+
+    def propose(
+        self, observation: str, legal: Sequence[str], count: int, temperature: float
+    ) -> list[str]:
+        """``count`` legal actions written through the prefix tree of ``legal`` at
+        ``temperature`` (0: the greedy one, ``count`` times)."""
+        with self._threads():
+            trie = self.trie(legal)
+            rows = 1 if temperature == 0 else count
+            drawn = trie.sample(
+                self.lm.model, self.format.encode(observation), rows, temperature, self._rng
+            )
+        return [trie.actions[index] for index, _ in drawn] * (count // rows)
 
     def action_log_likelihoods(self, observation: str, actions: Sequence[str]) -> np.ndarray:
         """log p(action | prompt) of each action: the sum over its completion tokens (the

@@ -17,9 +17,11 @@ sequence far beyond a tiny model's context. So the loop is here, CleanRL-style
 1. **Policy.** BC through :class:`omnigym.llm_agents.bc.BCAgent` for ``bc_updates`` updates,
    or the BC checkpoint ``policy``; a frozen copy is the KL reference.
 2. **Rollouts.** ``envs`` copies of the env in lockstep for ``steps`` turns (episodes reset as
-   they end; the budget counts turns). An action is one utterance: where the env lists legal
-   actions (and the policy decodes constrained) a draw from the softmax of their
-   log-likelihoods, π(a | h) = p(a | h) / Σ_{a'} p(a' | h); elsewhere a sampled line at
+   they end; the budget counts turns). An action is one utterance: where the env lists a few
+   legal actions (and the policy decodes constrained) a draw from the softmax of their
+   log-likelihoods, π(a | h) = p(a | h) / Σ_{a'} p(a' | h); where it lists many, a draw through
+   their prefix tree, π(a | h) the product of each token's probability among the tokens the
+   tree allows (:mod:`omnigym.llm_agents.constrained`); elsewhere a sampled line at
    temperature 1, π(a | h) = p(a | h), the product of its tokens' probabilities (end of
    sequence included).
 3. **Rewards and advantages.** r − c·(log π(a | h) − log π_BC(a | h)) with c = ``kl_coef``;
@@ -181,6 +183,7 @@ class Turn:
     log_prob: float
     reference_log_prob: float
     value: float
+    allowed: list[torch.Tensor | None] | None = None  # per candidate, tokens the tree allows
     reward: float = 0.0
     done: bool = False
 
@@ -328,18 +331,26 @@ class PPOAgent:
         fmt = policy.format
         prompts = [fmt.encode(observation) for observation in observations]
         texts: list[list[str]] = []
+        allowed: list[list[torch.Tensor | None]] = []
         free = []
         for e, info in enumerate(infos):
             legal = info.get("legal_actions") if policy.constrained else None
+            if legal and len(legal) > policy.enumerate_limit:
+                trie = policy.trie(legal)
+                index, _ = trie.sample(policy.lm.model, prompts[e], 1, 1.0, self._rng)[0]
+                texts.append([trie.actions[index]])
+                allowed.append([trie.masks(trie.completions[index], policy.lm.vocab_size)])
+                continue
             texts.append(list(legal) if legal else [])
+            allowed.append([None] * len(texts[-1]))
             if not legal:
                 free.append(e)
         if free:
             lines = self._sampler_policy().generate([observations[e] for e in free])
             for e, line in zip(free, lines, strict=True):
-                texts[e] = [line]
+                texts[e], allowed[e] = [line], [None]
         candidates = [[fmt.completion(text) for text in options] for options in texts]
-        batch, groups = self._batch(prompts, candidates)
+        batch, groups = self._batch(prompts, candidates, allowed)
         log_probs, states = self._log_probs(policy.lm.model, batch, groups)
         reference, _ = self._log_probs(self.reference, batch, groups)
         values = self.value_head(states)[:, 0].double().numpy() * self.return_scale
@@ -357,19 +368,29 @@ class PPOAgent:
                     log_prob=float(scores[chosen]),
                     reference_log_prob=float(reference[span][chosen]),
                     value=float(values[e]),
+                    allowed=allowed[e],
                 )
             )
         return row
 
     def _batch(
-        self, prompts: Sequence[list[int]], candidates: Sequence[Sequence[list[int]]]
+        self,
+        prompts: Sequence[list[int]],
+        candidates: Sequence[Sequence[list[int]]],
+        allowed: Sequence[Sequence[torch.Tensor | None] | None] | None = None,
     ) -> tuple[TurnBatch, list[slice]]:
-        completions, rows, groups = [], [], []
-        for e, options in enumerate(candidates):
+        """The prompts and their candidates as one batch, and each prompt's span of candidates;
+        ``allowed[e]`` the tokens each candidate of prompt ``e`` may take (None: all)."""
+        allowed = allowed or [None] * len(candidates)
+        completions, rows, groups, masks = [], [], [], []
+        for e, (options, given) in enumerate(zip(candidates, allowed, strict=True)):
+            option_masks = given or [None] * len(options)
             groups.append(slice(len(completions), len(completions) + len(options)))
             completions += options
+            masks += option_masks
             rows += [e] * len(options)
-        return TurnBatch.build(prompts, completions, rows, self.policy.lm.pad_id), groups
+        pad = self.policy.lm.pad_id
+        return TurnBatch.build(prompts, completions, rows, pad, masks), groups
 
     @staticmethod
     def _log_probs(
@@ -422,7 +443,9 @@ class PPOAgent:
                 index = order[start : start + config.minibatch]
                 chosen = [flat[i] for i in index]
                 batch, groups = self._batch(
-                    [t.prompt for t in chosen], [t.candidates for t in chosen]
+                    [t.prompt for t in chosen],
+                    [t.candidates for t in chosen],
+                    [t.allowed for t in chosen],
                 )
                 log_probs, states = self._log_probs(model, batch, groups)
                 new = log_probs[

@@ -26,9 +26,10 @@ class Killed:
     left: dict[int, str]  # those still running GRACE_SECONDS after the run ended
 
 
-def command_line(pid: int) -> str:
+def command_line(pid: int, limit: int | None = 160) -> str:
+    """The command line of ``pid`` ("" once it is gone), cut at ``limit`` characters."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:limit]
     except OSError:
         return ""
 

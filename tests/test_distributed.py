@@ -73,7 +73,7 @@ class Cluster:
         roots = [
             int(pid)
             for pid in os.listdir("/proc")
-            if pid.isdigit() and str(self.temp) in command_line(int(pid))
+            if pid.isdigit() and str(self.temp) in command_line(int(pid), limit=None)
         ]
         return roots + [below for root in roots for below in descendants(root)]
 
@@ -139,14 +139,18 @@ def _status_once_both_nodes_are_up(cluster: Cluster, timeout: float = 60) -> str
 
 
 def _stop(cluster: Cluster) -> None:
-    """``ray stop --force`` for this cluster alone: SIGKILL, then wait until all are gone."""
-    processes = {pid: start_time(pid) for pid in cluster.processes()}
-    for pid in processes:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and any(running(p, s) for p, s in processes.items()):
-        time.sleep(0.2)
+    """``ray stop --force`` for this cluster alone: SIGKILL every process of it, wait until they
+    are gone, and again while any is left (one may start while the others die)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        processes = {pid: start_time(pid) for pid in cluster.processes()}
+        if not processes:
+            return
+        for pid in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while time.monotonic() < deadline and any(running(p, s) for p, s in processes.items()):
+            time.sleep(0.2)
 
 
 def _comparable(folder: Path) -> list[str]:

@@ -1,6 +1,7 @@
 """SB3Agent: trains Stable-Baselines3 PPO on a Craft task, plays it, saves and reloads it."""
 
 import json
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -155,24 +156,23 @@ def test_act_before_training_and_unknown_algorithms_are_errors():
     env.close()
 
 
+PPO_ENTRY = {
+    "name": "omnigym.agents.sb3:SB3Agent",
+    "label": "ppo",
+    "kwargs": AGENT_KWARGS,
+    "train": {"budget": 128},
+}
+
+
+def _ppo_scenario(**fields):
+    """A scenario of one episode per seed on the test task, with ``fields`` set."""
+    return {"name": "ppo", "envs": [{"id": ENV_ID, "kwargs": ENV_KWARGS}], "episodes": 1, **fields}
+
+
 def test_scenario_run_writes_curve_and_checkpoint_and_resumes_from_the_checkpoint(tmp_path):
     from omnigym.cli import main
 
-    scenario = {
-        "name": "ppo",
-        "envs": [{"id": ENV_ID, "kwargs": ENV_KWARGS}],
-        "agents": [
-            {
-                "name": "omnigym.agents.sb3:SB3Agent",
-                "label": "ppo",
-                "kwargs": AGENT_KWARGS,
-                "train": {"budget": 128},
-            },
-            "random",
-        ],
-        "episodes": 1,
-        "seeds": [0],
-    }
+    scenario = _ppo_scenario(agents=[PPO_ENTRY, "random"], seeds=[0])
     path = tmp_path / "ppo.yaml"
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "out"
@@ -189,3 +189,27 @@ def test_scenario_run_writes_curve_and_checkpoint_and_resumes_from_the_checkpoin
     assert len((out / LEARNING_CURVES_FILE).read_text().splitlines()) == 1
     again = read_records(out / "episodes.jsonl")
     assert [r["return"] for r in again] == [r["return"] for r in first]
+
+
+def test_two_workers_train_the_seeds_in_the_pool_as_one_process_would(tmp_path):
+    from omnigym.cli import main
+
+    scenario = _ppo_scenario(agents=[PPO_ENTRY], seeds=[0, 1])
+    runs = {}
+    for workers in (1, 2):
+        path = tmp_path / f"ppo{workers}.yaml"
+        path.write_text(yaml.safe_dump({**scenario, "workers": workers}))
+        out = tmp_path / f"out{workers}"
+        assert main(["run", str(path), "--out", str(out)]) == 0
+        folder = RunFolder(out)
+        trained = folder.diagnostics("train")
+        assert sorted(line["seed"] for line in trained) == [0, 1]
+        assert all(folder.checkpoint(ENV_ID, "ppo", seed).exists() for seed in (0, 1))
+        assert len(folder.learning_curves()) == 2
+        runs[workers] = (trained, read_records(out / "episodes.jsonl"))
+    assert {line["pid"] for line in runs[1][0]} == {os.getpid()}
+    assert os.getpid() not in {line["pid"] for line in runs[2][0]}
+    returns = {
+        w: sorted((r["seed"], r["return"]) for r in records) for w, (_, records) in runs.items()
+    }
+    assert returns[1] == returns[2]

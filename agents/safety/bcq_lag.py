@@ -195,7 +195,7 @@ class BCQLag(OfflineAgent):
 
     After ``learn``: ``cost_threshold`` (q_c) and ``history``, the per-update losses
     (``vae``, ``reward_critic``, ``cost_critic``, ``actor``), the batch-mean cost value
-    ``cost_value`` and the multiplier ``lagrangian``.
+    ``cost_value`` and the multiplier ``lagrangian`` (also what ``loss_curves()`` returns).
     """
 
     name = "bcq_lag"
@@ -300,6 +300,9 @@ class BCQLag(OfflineAgent):
         for _ in range(budget):
             for key, value in self.update(batches.sample(self.config["batch_size"])).items():
                 self.history[key].append(value)
+
+    def loss_curves(self) -> dict[str, list[float]]:
+        return {name: list(values) for name, values in self.history.items()}
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One gradient step of every network, the PID step and the soft target updates."""

@@ -10,10 +10,14 @@ module holds only the plumbing they would otherwise each write again:
 - ``resolve_target_cost``, ``check_positive``, ``check_hidden``: argument checks whose
   ``ValueError`` names the argument;
 - ``mlp``, ``GaussianPolicy``: the networks (a tanh-squashed Gaussian whose mean is the
-  deterministic action, as in IQL/FISOR's weighted behaviour cloning);
+  deterministic action, as in IQL/FISOR's weighted behaviour cloning), and
+  ``safest_candidate``, the lowest-Q_h-of-candidates rule of FISOR and SDQC;
+- ``Normaliser``: observation standardisation with the dataset's statistics, saved with the
+  networks;
 - ``OfflineAgent``: omnigym's agent protocol for these agents — ``learn(dataset,
   budget)`` (budget = gradient updates), ``act(observation, info)``, ``reset(seed)``, and
-  ``save``/``load`` of state dicts plus a JSON config (read with ``weights_only=True``).
+  ``save``/``load`` of state dicts plus a JSON config (read with ``weights_only=True``), and
+  ``loss_curves()``, every loss recorded per update.
 
 Everything runs on the CPU with ``torch.set_num_threads`` left to the caller.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +161,39 @@ class GaussianPolicy(nn.Module):
         return (normal.log_prob(pre_tanh) - correction).sum(-1)
 
 
+def safest_candidate(
+    policy: GaussianPolicy,
+    state: torch.Tensor,
+    candidates: int,
+    cost_value: Callable[[torch.Tensor], torch.Tensor],
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """The action FISOR's and SDQC's rule plays in one ``state`` (a (1, d) row): of the
+    policy's mean action and ``candidates`` − 1 samples, the one whose ``cost_value`` (Q_h of
+    the candidate actions, one per row) is lowest; with one candidate, the mean action."""
+    mean = policy.mean_action(state)
+    if candidates == 1:
+        return mean[0]
+    actions = torch.cat([mean, policy.sample(state.expand(candidates - 1, -1), generator)])
+    return actions[int(cost_value(actions).argmin())]
+
+
+class Normaliser(nn.Module):
+    """Observation standardisation with the dataset's statistics (saved as buffers)."""
+
+    def __init__(self, obs_dim: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(obs_dim))
+        self.register_buffer("std", torch.ones(obs_dim))
+
+    def fit(self, observations: np.ndarray) -> None:
+        self.mean.copy_(torch.as_tensor(observations.mean(axis=0), dtype=torch.float32))
+        self.std.copy_(torch.as_tensor(observations.std(axis=0) + 1e-3, dtype=torch.float32))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return (obs - self.mean) / self.std
+
+
 class OfflineAgent:
     """Base of the offline safe agents: config, seeding, checkpoints and the act loop.
 
@@ -218,6 +255,14 @@ class OfflineAgent:
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+
+    def loss_curves(self) -> dict[str, list[float]]:
+        """Every loss recorded since construction, one value per update, by name: the agent's
+        ``losses`` (a dict of lists, or one list named ``loss``); empty after ``load``."""
+        losses = getattr(self, "losses", None)
+        if isinstance(losses, Mapping):
+            return {str(name): list(values) for name, values in losses.items()}
+        return {"loss": list(losses)} if losses else {}
 
     def act(self, observation: Any, info: Mapping[str, Any]) -> np.ndarray:
         if not self.modules:

@@ -243,7 +243,10 @@ class GuessMyCityEnv(QuestionGameEnv):
     questions (the game is lost).
 
     ## Arguments
-    ``obs_mode`` (``"transcript"`` or ``"last"``), ``render_mode`` (``None`` or ``"ansi"``).
+    ``list_questions`` (``bool``: every ``info`` then lists, as ``legal_actions``, the 512
+    phrasings of the knowledge base, which the behaviour policy asks and the parser answers,
+    so that an agent can decode over them), ``obs_mode`` (``"transcript"`` or ``"last"``),
+    ``render_mode`` (``None`` or ``"ansi"``).
     """
 
     observation_max_length = 16384

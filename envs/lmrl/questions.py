@@ -380,6 +380,19 @@ class QuestionParser:
 
 
 @cache
+def knowledge_questions(kb: KnowledgeBase) -> tuple[str, ...]:
+    """Every phrasing the knowledge base holds, once each: the questions of its attributes and
+    open topics and the guesses of its items (what the behaviour policies ask, and what the
+    parser answers); the ``legal_actions`` of ``list_questions=True``."""
+    phrasings = [
+        *(q for attribute in kb.attributes for q in attribute.questions),
+        *(q for route in kb.routes for q in route.questions),
+        *(q for guesses in kb.guesses for q in guesses),
+    ]
+    return tuple(dict.fromkeys(phrasings))
+
+
+@cache
 def parser_for(kb: KnowledgeBase) -> QuestionParser:
     """The (process-wide) parser of ``kb``."""
     return QuestionParser(kb)
@@ -401,7 +414,15 @@ class QuestionGameEnv(TextTaskEnv):
         kb = cls.knowledge()
         return [(seed, {kb.kind: name}) for seed, name in enumerate(kb.items)]
 
-    def __init__(self, obs_mode: str = "transcript", render_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        list_questions: bool = False,
+        obs_mode: str = "transcript",
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(list_questions, bool):
+            raise ValueError(f"list_questions must be a bool, got {list_questions!r}")
+        self.list_questions = list_questions
         super().__init__(obs_mode=obs_mode, render_mode=render_mode)
         self.kb = self.knowledge()
         self.parser = parser_for(self.kb)
@@ -457,6 +478,9 @@ class QuestionGameEnv(TextTaskEnv):
         info = super()._info(invalid)
         info["unparsed"] = self._unparsed
         return info
+
+    def _legal_actions(self) -> tuple[str, ...] | None:
+        return knowledge_questions(self.kb) if self.list_questions else None
 
     def _metrics(self) -> dict[str, float]:
         metrics = {

@@ -22,6 +22,7 @@ every task here does the same through :class:`TextTaskEnv`, which leaves a task 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -126,7 +127,7 @@ class TextTaskEnv(gymnasium.Env[str, str]):
         """The transcript line of an action already passed through :func:`transcript_line`."""
         return line
 
-    def _legal_actions(self) -> list[str] | None:
+    def _legal_actions(self) -> Sequence[str] | None:
         return None
 
     def _metrics(self) -> dict[str, float]:

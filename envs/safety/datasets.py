@@ -29,8 +29,18 @@ sidecar of the task's references (:func:`~omnigym.envs.safety.dsrl.write_referen
 Departures from DSRL: scripted policies instead of trained experts (a PPO-Lagrangian policy with an
 annealed cost limit, closer to DSRL's experts, is not implemented), and the obstacle repulsion,
 rather than merely fading as 1 − β, turns into attraction past β = 1/2 (repulsion that merely fades
-leaves the goal tasks' returns almost cost-free: hazards are small); ``n_traj`` counts the
-trajectories rolled out, while the file name carries the count kept by the filter, as DSRL's does;
+leaves the goal tasks' returns almost cost-free: hazards are small). The attraction reaches only
+``ATTRACTION_REACH`` = 0.4 past an obstacle's cost radius: elsewhere a reckless robot drives
+straight and fast, as a high-cost-limit expert does, and it detours only through obstacles near
+its path. With a reach of 1 m (the first datasets) the reckless four fifths of the kept
+trajectories steered toward a hazard from half the arena, the data showed hardly a safe action in
+those states, and FISOR's feasibility-weighted policy copied the evasive few and stood still
+(PointGoal1: normalized reward 0.00 at cost 0; 0.24 at cost 0 with 0.4, 3,000 updates, seed 0).
+Push, whose box route rarely meets a hazard, rolls out ``ROLLOUT_FACTOR`` = 3 times ``n_traj``
+trajectories so that the filter finds unsafe ones (PointPush1 with 1,000: 8 % of the kept
+trajectories unsafe at the middle threshold; with 3,000: 18 %). ``n_traj`` counts the
+trajectories rolled out (times the factor), while the file name carries the count kept by the
+filter, as DSRL's does;
 the filter's ``npb`` is by default the smallest keeping 400 trajectories (DSRL tunes it by hand per
 task); each task's ``density_cfg`` is computed from its own default dataset (the smallest
 ``max_npb`` on a 10 × 10 grid keeping at least that share of trajectories) instead of being
@@ -76,7 +86,9 @@ OBSTACLE_REACH = 0.5
 """Repulsion acts within this distance of an obstacle's cost radius."""
 REPULSION_GAIN = 3.0
 ATTRACTION = 0.85
-ATTRACTION_REACH = 1.0
+ATTRACTION_REACH = 0.4
+ROLLOUT_FACTOR = {"Push": 3}
+"""Families whose behaviour rarely costs: this many times ``n_traj`` trajectories are rolled out."""
 SAFE_SPEED = 0.7
 """Run and Velocity at β = 0 command this fraction of the speed limit."""
 
@@ -391,7 +403,8 @@ def generate(
     if set(settings) != set(DEFAULT_FILTER):
         raise ValueError(f"filter keys must be among {sorted(DEFAULT_FILTER)}, got {filter}")
     task = task_settings(env_id)
-    raw, knobs = rollouts(env_id, n_traj, seed, grid)
+    rolled_out = n_traj * ROLLOUT_FACTOR.get(omnigym.make(env_id).unwrapped.family, 1)
+    raw, knobs = rollouts(env_id, rolled_out, seed, grid)
     rewards, costs, _ = dsrl.trajectory_returns(raw)
     if settings["npb"] is None:
         settings["npb"] = _auto_npb(rewards, costs, task["cmax"], settings)
@@ -428,7 +441,7 @@ def generate(
         "stats": {
             "env_id": env_id,
             "seed": seed,
-            "rolled_out": n_traj,
+            "rolled_out": rolled_out,
             "trajectories": int(len(kept)),
             "transitions": int(len(data["rewards"])),
             "reward_return": [float(rewards.min()), float(rewards.mean()), float(rewards.max())],

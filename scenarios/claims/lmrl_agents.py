@@ -7,8 +7,11 @@ partial observability hurts every method; BC sits near the dataset's average (th
 score's 50) and the task's best player defines its 100 (``docs/lmrl.md``). Claims 1–5 are
 those checks on Maze FO/PO, Text-Nav FO/PO and Wordle; 6 and 7 extend them (filtered BC on
 every task run; value-based or online RL best on the partially observed tasks); 8 records PPO
-and the tasks the claims do not cover. Each claim's ``paper`` holds Table 2's numbers for the
-same cells (:data:`PAPER_TABLE_2`).
+and the tasks the claims do not cover; 9 and 10 ask what Table 2 takes for granted of agents
+that learn: BC better than random play where random play scores nothing (Wordle, Twenty
+Questions), and RL better than BC beyond the noise (disjoint 95 % CIs) on at least
+:data:`RL_ABOVE_BC_TASKS` tasks. Each claim's ``paper`` holds Table 2's numbers for the same
+cells (:data:`PAPER_TABLE_2`).
 
 Agents are read by label (``BC``, ``%BC``, ``MC``, ``ILQL-lite``, ``PPO``, ``random``,
 ``oracle``) and tasks by id; ``measured`` holds our normalized scores, mean and 95% bootstrap
@@ -40,6 +43,8 @@ WORDLE = "LMRL/Wordle-v0"
 TWENTY_Q = "LMRL/TwentyQuestions-v0"
 LEARNED = (BC, FILTERED_BC, MC, ILQL)
 """The methods claims 1–4 are about (PPO is recorded)."""
+RL = (MC, ILQL, PPO)
+RL_ABOVE_BC_TASKS = 3
 BC_BAND = (35.0, 65.0)
 ORACLE_FLOOR = 95.0
 
@@ -62,7 +67,7 @@ Scores = Mapping[tuple[str, str], dict[str, Any]]
 
 
 def check(run: Run) -> list[dict[str, Any]]:
-    """Claims 1–8 on this run (module docstring)."""
+    """Claims 1–10 on this run (module docstring)."""
     scores = normalized_scores(run.scorecard)
     envs = list(run.scorecard["envs"])
     with_bc = [env for env in envs if (env, BC) in scores]
@@ -80,6 +85,8 @@ def check(run: Run) -> list[dict[str, Any]]:
         _filtered(6, "filtered BC scores at least BC on every task run", with_bc, scores),
         _partial_observability(scores),
         _recorded(envs, scores),
+        _bc_above_random(scores),
+        _rl_above_bc(envs, scores),
     ]
 
 
@@ -190,6 +197,44 @@ def _partial_observability(scores: Scores) -> dict[str, Any]:
         )
 
     return _checked(7, text, scores, envs, agents, holds, _paper(envs, agents))
+
+
+def _bc_above_random(scores: Scores) -> dict[str, Any]:
+    text = (
+        "BC's mean scores above the 95% CI of random play on Wordle and Twenty Questions, "
+        "where random play almost never succeeds"
+    )
+    envs = (WORDLE, TWENTY_Q)
+
+    def holds() -> bool:
+        return all(_mean(scores, env, BC) > scores[env, RANDOM]["ci95"][1] for env in envs)
+
+    return _checked(9, text, scores, envs, (BC, RANDOM), holds, _paper(envs, (BC,)))
+
+
+def _rl_above_bc(envs: Sequence[str], scores: Scores) -> dict[str, Any]:
+    text = (
+        f"MC, ILQL-lite or PPO scores above BC with disjoint 95% CIs on at least "
+        f"{RL_ABOVE_BC_TASKS} tasks"
+    )
+    played = [env for env in envs if (env, BC) in scores and any((env, a) in scores for a in RL)]
+    if len(played) < RL_ABOVE_BC_TASKS:
+        missing = {"missing": [f"BC and RL on {RL_ABOVE_BC_TASKS} tasks (run on: {played})"]}
+        return claim(10, text, "not run", missing, _paper(played, (BC, *RL)))
+    above = {
+        env: [
+            agent
+            for agent in RL
+            if (env, agent) in scores and scores[env, agent]["ci95"][0] > scores[env, BC]["ci95"][1]
+        ]
+        for env in played
+    }
+    measured = {
+        "tasks_with_rl_above_bc": {env: agents for env, agents in above.items() if agents},
+        "scores": _table(scores, played, (BC, *RL)),
+    }
+    holds = sum(bool(agents) for agents in above.values()) >= RL_ABOVE_BC_TASKS
+    return claim(10, text, verdict(holds), measured, _paper(played, (BC, *RL)))
 
 
 def _recorded(envs: Sequence[str], scores: Scores) -> dict[str, Any]:

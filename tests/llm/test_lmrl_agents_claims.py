@@ -1,6 +1,6 @@
 """The claims of LMRL-Gym's language-model baselines (omnigym.scenarios.claims.lmrl_agents),
-checked on synthetic runs: each of claims 1-7 passes on a run with the paper's pattern and fails
-when one number breaks it; claim 8 is recorded, or not run without PPO."""
+checked on synthetic runs: each of claims 1-7, 9 and 10 passes on a run with the paper's pattern
+and fails when one number breaks it; claim 8 is recorded, or not run without PPO."""
 
 import numpy as np
 import pytest
@@ -31,7 +31,7 @@ PATTERN = {
     "LMRL/Wordle-v0": {BC: 60, FILTERED_BC: 60, MC: 70, ILQL: 72, PPO: 61},
     "LMRL/TwentyQuestions-v0": {BC: 50, FILTERED_BC: 55, MC: 70, ILQL: 65, PPO: 60},
 }
-CHECKED = range(1, 8)
+CHECKED = (1, 2, 3, 4, 5, 6, 7, 9, 10)
 
 
 def return_for(env_id, score):
@@ -74,7 +74,7 @@ def synthetic_run(tmp_path, pattern, oracle=100.0, seeds=(0, 1, 2), episodes=4):
 
 def statuses(tmp_path, pattern, **kwargs):
     claims = check(synthetic_run(tmp_path, pattern, **kwargs))
-    assert [entry["id"] for entry in claims] == list(range(1, 9))
+    assert [entry["id"] for entry in claims] == list(range(1, 11))
     return {entry["id"]: entry for entry in claims}
 
 
@@ -117,6 +117,7 @@ FAILURES = {
     "bc_outside_its_band_on_maze_po": ({"LMRL/MazePO-v0|BC": 20.0}, {4}),
     "filtered_bc_below_bc_on_wordle": ({"LMRL/Wordle-v0|%BC": 59.0}, {6}),
     "filtered_bc_best_on_twenty_questions": ({"LMRL/TwentyQuestions-v0|%BC": 75.0}, {7}),
+    "bc_no_better_than_random_on_twenty_questions": ({"LMRL/TwentyQuestions-v0|BC": 0.0}, {9}),
 }
 
 
@@ -154,6 +155,8 @@ def test_claims_on_tasks_the_run_lacks_are_not_run(tmp_path):
         5: "pass",
         6: "pass",
         7: "not run",
+        9: "not run",
+        10: "not run",
     }
 
 
@@ -161,3 +164,23 @@ def test_the_record_of_ppo_is_not_run_without_ppo(tmp_path):
     result = statuses(tmp_path, without(PPO))
     assert result[8]["status"] == "not run"
     assert result[8]["measured"] == {"missing": [PPO]}
+
+
+def test_rl_above_bc_needs_disjoint_intervals_on_three_tasks(tmp_path):
+    # RL level with BC everywhere but on the two Text-Nav tasks: two tasks are not three.
+    level = {
+        f"{env}|{agent}": PATTERN[env][BC]
+        for env in PATTERN
+        if not env.startswith("LMRL/TextNav")
+        for agent in (MC, ILQL, PPO)
+    }
+    result = statuses(tmp_path, changed(**level))
+    assert result[10]["status"] == "fail"
+    assert set(result[10]["measured"]["tasks_with_rl_above_bc"]) == {
+        "LMRL/TextNavFO-v0",
+        "LMRL/TextNavPO-v0",
+    }
+    passing = statuses(tmp_path / "pattern", PATTERN)[10]
+    assert passing["status"] == "pass"
+    assert passing["measured"]["tasks_with_rl_above_bc"]["LMRL/MazePO-v0"] == [MC, ILQL]
+    assert passing["paper"]["LMRL/Wordle-v0"] == {BC: 79.9, MC: 94.9, ILQL: 97.7, PPO: 84.2}

@@ -10,6 +10,7 @@ from omnigym.evaluators.experiment import run_scenario
 from omnigym.llm_agents.lmrl_experiment import (
     LMRLAgentsExperiment,
     format_comparison,
+    format_imitation,
     format_timings,
 )
 from omnigym.scenario import Scenario, load_scenario
@@ -72,6 +73,22 @@ def test_agent_kwargs_are_laid_over_the_agents_own(tmp_path):
     assert kwargs[BC] == {}
 
 
+def test_task_agent_kwargs_are_laid_over_those_on_their_task_only(tmp_path):
+    options = {
+        "agent_kwargs": {MC: {"temperature": 0.5, "candidates": 4}},
+        "task_agent_kwargs": {MAZE: {MC: {"temperature": 0.0}}},
+    }
+    experiment = LMRLAgentsExperiment(_scenario(**options), tmp_path)
+    on_maze = {agent.display: agent.kwargs for agent in experiment.agents_on(MAZE)}
+    assert on_maze[MC] == {"temperature": 0.0, "candidates": 4}
+    elsewhere = {agent.display: agent.kwargs for agent in experiment.agents_on("LMRL/MazePO-v0")}
+    assert elsewhere[MC] == {"temperature": 0.5, "candidates": 4}
+    with pytest.raises(ValueError, match="not a scenario env"):
+        LMRLAgentsExperiment(_scenario(task_agent_kwargs={"LMRL/Wordle-v0": {}}), tmp_path)
+    with pytest.raises(ValueError, match="ILQL"):
+        LMRLAgentsExperiment(_scenario(task_agent_kwargs={MAZE: {ILQL: {}}}), tmp_path)
+
+
 def _scorecard(scores):
     return {
         "envs": sorted({env for env, _ in scores}),
@@ -123,6 +140,34 @@ def test_timings_sum_wall_and_cpu_seconds_per_agent_from_the_latest_lines():
     assert row == "| BC | 20 | 16 | 3 | 2 |"
 
 
+def test_imitation_turns_must_be_a_count(tmp_path):
+    assert LMRLAgentsExperiment(_scenario(), tmp_path).options["imitation_turns"] == 200
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="imitation_turns"):
+            LMRLAgentsExperiment(_scenario(imitation_turns=bad), tmp_path)
+
+
+def test_imitation_table_averages_the_latest_line_of_each_seed():
+    def line(seed, accuracy):
+        return {
+            "stage": "imitation",
+            "env_id": MAZE,
+            "agent": BC,
+            "seed": seed,
+            "turns": 10,
+            "held_out_loss": 1.0,
+            "token_accuracy": accuracy,
+            "majority_token_rate": 0.5,
+            "action_accuracy": accuracy / 2,
+            "majority_action_rate": 0.25,
+        }
+
+    diagnostics = [line(0, 0.1), line(0, 0.6), line(1, 0.8)]
+    assert format_imitation([{"stage": "train", "env_id": MAZE, "agent": BC, "seed": 0}]) == ""
+    row = next(r for r in format_imitation(diagnostics).splitlines() if r.startswith(f"| {MAZE}"))
+    assert row == f"| {MAZE} | {BC} | 1.000 | 0.700 (0.500) | 0.350 (0.250) | 20 |"
+
+
 def test_the_claims_scenario_file_loads_with_its_experiment_and_quick_profile(tmp_path):
     from pathlib import Path
 
@@ -137,6 +182,10 @@ def test_the_claims_scenario_file_loads_with_its_experiment_and_quick_profile(tm
     assert quick.options["start_from"] == {MC: BC, ILQL: BC, PPO: BC}
     assert quick.options["agent_kwargs"][BC] == {"dataset_episodes": None}
     assert quick.paper is PAPER_TABLE_2
+    assert quick.options["imitation_turns"] == 50
+    kwargs = {env.id: env.kwargs for env in scenario.envs}
+    assert kwargs["LMRL/Wordle-v0"] == {"list_guesses": True}
+    assert kwargs["LMRL/TwentyQuestions-v0"] == {"list_questions": True}
 
 
 @pytest.mark.slow
@@ -148,15 +197,18 @@ def test_a_micro_run_hands_bc_on_writes_its_claims_and_resumes_without_replaying
         "batch_size": 4,
     }
     table = "omnigym.scenarios.claims.lmrl_agents:PAPER_TABLE_2"
-    scenario = _scenario(start_from={MC: BC}, agent_kwargs={BC: micro}, paper_scores=table)
+    scenario = _scenario(
+        start_from={MC: BC}, agent_kwargs={BC: micro}, paper_scores=table, imitation_turns=8
+    )
     scenario = scenario.model_copy(update={"episodes": 1})
     played = []
     output = run_scenario(scenario, tmp_path, on_episode=played.append)
     assert sorted(r["agent"] for r in played) == sorted([BC, MC, RANDOM])
     claims = json.loads((tmp_path / "claims.json").read_text())["claims"]
-    assert [entry["id"] for entry in claims] == list(range(1, 9))
+    assert [entry["id"] for entry in claims] == list(range(1, 11))
     summary = (tmp_path / "scorecard.md").read_text()
     assert "## Normalized scores beside the paper's" in summary and "## Timings" in summary
+    assert f"| {MAZE} | {BC} |" in summary.split("## Imitation of held-out dataset turns")[1]
     bc = tmp_path / "checkpoints" / "LMRL_MazeFO-v0" / BC / "seed0"
     assert bc.is_dir()
     mc = tmp_path / "checkpoints" / "LMRL_MazeFO-v0" / MC / "seed0" / "agent.json"
@@ -166,6 +218,9 @@ def test_a_micro_run_hands_bc_on_writes_its_claims_and_resumes_without_replaying
         ("train", BC),
         ("train", MC),
     ]
+    (imitation,) = [d for d in lines if d["stage"] == "imitation"]
+    assert imitation["agent"] == BC and imitation["turns"] == 8
+    assert 0 <= imitation["token_accuracy"] <= 1 and 0 < imitation["majority_token_rate"] <= 1
     stored = yaml.safe_load((tmp_path / "scenario.yaml").read_text())
     assert stored["name"] == "micro"
     again = []

@@ -482,3 +482,21 @@ def test_oracle_beats_behaviour_beats_random_in_mean_return():
 
 def test_behaviour_episodes_are_reproducible_from_the_seed():
     assert list(generate(TWENTY_Q, 20, seed=5)) == list(generate(TWENTY_Q, 20, seed=5))
+
+
+@pytest.mark.parametrize(("env_id", "count"), [(TWENTY_Q, 621), (CITY, 512)])
+def test_listed_questions_are_the_knowledge_base_phrasings_and_all_answered(env_id, count):
+    env = omnigym.make(env_id, list_questions=True)
+    _, info = env.reset(seed=0)
+    listed = info["legal_actions"]
+    assert len(listed) == len(set(listed)) == count
+    assert set(g for guesses in env.unwrapped.kb.guesses for g in guesses) <= set(listed)
+    parser = env.unwrapped.parser
+    assert {parser.parse(question).kind for question in listed} <= {"guess", "attributes", "open"}
+    assert env.step(listed[0])[4]["legal_actions"] is listed
+    assert "legal_actions" not in omnigym.make(env_id).reset(seed=0)[1]
+
+
+def test_list_questions_must_be_a_bool():
+    with pytest.raises(ValueError, match="list_questions"):
+        TwentyQuestionsEnv(list_questions=1)

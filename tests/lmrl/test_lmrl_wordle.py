@@ -33,18 +33,66 @@ def reference_feedback(guess: str, answer: str) -> str:
     return " ".join(marks)
 
 
-def test_word_lists_are_400_answers_inside_a_larger_guess_list():
-    assert len(ANSWERS) == 400
-    assert len(GUESSES) > 4000
+def test_word_lists_are_2129_common_answers_inside_11406_guesses():
+    assert (len(ANSWERS), len(GUESSES)) == (2129, 11406)
     assert set(ANSWERS) <= set(GUESSES)
     assert all(len(w) == 5 and w.isascii() and w.isalpha() and w.islower() for w in GUESSES)
+
+
+def test_small_vocabulary_keeps_the_first_400_answers_and_4667_guesses():
+    answers, guesses = word_lists("small")
+    assert (len(answers), len(guesses)) == (400, 4667)
+    assert set(answers) <= set(ANSWERS) and set(answers) <= set(guesses)
+
+
+@pytest.mark.parametrize("word", ["apple", "there", "spoon"])
+def test_common_words_can_be_pinned_as_the_hidden_word(word):
+    env = WordleEnv()
+    env.reset(options={"word": word})
+    _, reward, terminated, _, info = env.step(word)
+    assert (reward, terminated, info["success"]) == (0.0, True, True)
+
+
+def test_unknown_vocabulary_is_refused_by_name():
+    with pytest.raises(ValueError, match="vocabulary"):
+        WordleEnv(vocabulary="huge")
+
+
+def test_pinned_word_outside_the_small_answers_names_the_vocabulary_kwarg():
+    with pytest.raises(ValueError, match="vocabulary kwarg"):
+        WordleEnv(vocabulary="small").reset(options={"word": "apple"})
+
+
+def test_list_guesses_puts_the_guess_list_in_every_info():
+    env = WordleEnv(list_guesses=True)
+    _, info = env.reset(seed=0)
+    assert info["legal_actions"] is GUESSES
+    assert env.step("crane")[4]["legal_actions"] is GUESSES
+    assert "legal_actions" not in WordleEnv().reset(seed=0)[1]
+    with pytest.raises(ValueError, match="list_guesses"):
+        WordleEnv(list_guesses="yes")
+
+
+def test_behaviour_and_oracle_play_the_env_vocabulary():
+    env = omnigym.make("LMRL/Wordle-v0", vocabulary="small")
+    behaviour = omnigym.make_agent("behavior", env=env, env_id="LMRL/Wordle-v0")
+    oracle = omnigym.make_agent("oracle", env=env, env_id="LMRL/Wordle-v0")
+    small_guesses = set(word_lists("small")[1])
+    for agent in (behaviour, oracle):
+        agent.reset(0)
+        observation, info = env.reset(seed=0)
+        done = False
+        while not done:
+            guess = agent.act(observation, info)
+            assert guess in small_guesses
+            observation, _, done, _, info = env.step(guess)
 
 
 def test_feedback_table_matches_the_wordle_rule_including_duplicates():
     table = feedback_table()
     rng = np.random.default_rng(0)
     for row, column in zip(
-        rng.integers(len(GUESSES), size=3000), rng.integers(400, size=3000), strict=True
+        rng.integers(len(GUESSES), size=3000), rng.integers(len(ANSWERS), size=3000), strict=True
     ):
         assert FEEDBACK_TEXT[table[row, column]] == reference_feedback(
             GUESSES[row], ANSWERS[column]

@@ -112,13 +112,32 @@ def test_save_load_round_trip_gives_identical_actions(tmp_path, point_goal_data)
         assert np.array_equal(agent.act(row, {}), restored.act(row, {}))
 
 
-def test_action_choice_is_seeded_by_reset(point_goal_data):
+def test_the_default_action_is_the_actors_mean(point_goal_data):
     agent = FISORLite(seed=3, **SMALL).learn(point_goal_data, budget=5)
+    obs = point_goal_data["observations"][:1]
+    with torch.no_grad():
+        mean = agent.modules["actor"].mean_action(agent.modules["normaliser"](torch.as_tensor(obs)))
+    assert np.allclose(agent.act(obs[0], {}), mean[0].numpy())
+    assert sum(agent.regions.values()) == 1
+    assert agent.feasibility(obs).shape == (1,)
+
+
+def test_with_candidates_the_sampled_choice_is_seeded_and_never_less_safe_than_the_mean(
+    point_goal_data,
+):
+    agent = FISORLite(seed=3, candidates=16, **SMALL).learn(point_goal_data, budget=5)
     obs = point_goal_data["observations"][0]
     agent.reset(11)
     first = agent.act(obs, {})
     agent.reset(11)
     assert np.array_equal(agent.act(obs, {}), first)
+    with torch.no_grad():
+        state = agent.modules["normaliser"](torch.as_tensor(obs[None]))
+        mean = agent.modules["actor"].mean_action(state)
+        q_h = agent.modules["cost_q"]
+        assert (
+            q_h(state, torch.as_tensor(first[None])).max(0).values <= q_h(state, mean).max(0).values
+        )
 
 
 @pytest.mark.parametrize(

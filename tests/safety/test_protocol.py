@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from omnigym.evaluators.dsrl import (
+    calibration,
+    format_diagnostics,
     format_safety_tables,
     level2_id,
+    loss_summary,
     protocol_rows,
     safety_tables,
     suite_average,
@@ -111,6 +114,43 @@ def test_tables_mark_safe_bold_unsafe_grey_and_star_the_best_safe_reward():
     text = format_safety_tables(tables, ["A", "B", "C"])
     assert "**0.30 / 0.00**" in text and "**0.60 / 0.33** ★" in text
     assert '<span style="color:gray">0.90 / 3.00</span>' in text
+
+
+def test_loss_summary_averages_each_curve_over_ten_windows():
+    summary = loss_summary({"q_h": list(range(100)), "short": [3.0, 1.0], "empty": []})
+    assert summary["q_h"][0] == [10, 4.5] and summary["q_h"][-1] == [100, 94.5]
+    assert len(summary["q_h"]) == 10
+    assert summary["short"] == [[1, 3.0], [2, 1.0]] and "empty" not in summary
+
+
+def test_calibration_compares_predicted_feasibility_with_realised_cost():
+    result = calibration([-1.0, -0.5, 0.0, 2.0], [0.0, 4.0, 0.0, 6.0])
+    assert result == {
+        "episodes": 4,
+        "value": pytest.approx(0.125),
+        "predicted_feasible": 0.75,
+        "violated_when_feasible": pytest.approx(1 / 3),
+        "cost_when_feasible": pytest.approx(4 / 3),
+        "cost_when_infeasible": 6.0,
+    }
+    assert calibration([1.0], [0.0])["cost_when_feasible"] is None
+
+
+def test_diagnostics_table_shows_policy_shares_calibration_and_losses():
+    entry = {
+        "agent": "SDQC",
+        "plays": [
+            {
+                "env_id": GOAL,
+                "regions": {"pi_h": 0.25, "pi_r": 0.75},
+                "calibration": calibration([-1.0, 1.0], [0.0, 2.0]),
+            }
+        ],
+        "losses": {"q_h": [[5, 8.0], [10, 2.0]]},
+    }
+    text = format_diagnostics([entry], ["SDQC"])
+    assert f"| SDQC | {GOAL} | pi_h 0.25 · pi_r 0.75 | 0.50 | 0.00 / 2.00 |" in text
+    assert "| SDQC | q_h | 8 | 2 |" in text
 
 
 EXPERIMENT = "omnigym.evaluators.dsrl_experiment:DSRLExperiment"
@@ -244,12 +284,25 @@ def test_smoke_run_trains_every_agent_plays_scores_and_checks_the_claims(tmp_pat
     assert {d["agent"] for d in diagnostics if "knn_q_consistency" in d} == {"SDQC", "SDQC δ=0"}
     assert all(d["train_seconds"] > 0 and d["updates"] == 4 for d in diagnostics)
     assert len([d for d in diagnostics if d["agent"] == "BC-Safe"]) == 8  # 2 tasks x 4 κ
-    assert "## Training time" in (out / "scorecard.md").read_text()
+    trained = [d for d in diagnostics if "train_seconds" in d]
+    assert all(len(curve) == 4 for d in trained for curve in d["losses"].values())
+    # 4 updates leave none for SDQC's behaviour CVAE (10% of the budget, rounded).
+    assert {"q_h", "v_h_low", "pi_r"} <= set(
+        next(d for d in trained if d["agent"] == "SDQC")["losses"]
+    )
+    for label in ("SDQC", "FISOR"):
+        plays = [p for d in diagnostics if d["agent"] == label for p in d.get("plays", ())]
+        assert {p["env_id"] for p in plays} >= {GOAL, "Safe/PointGoal2-v0"}
+        assert all(sum(p["regions"].values()) == pytest.approx(1.0) for p in plays)
+        assert all(p["calibration"]["episodes"] == 1 for p in plays)
+    summary = (out / "scorecard.md").read_text()
+    assert "## Training time" in summary and "## Feasibility while playing" in summary
+    assert "## Losses" in summary
     # The checker reads this run's tables (each claim's verdicts: test_sdqc_claims.py).
     claims = json.loads((out / "claims.json").read_text())["claims"]
     assert [c["id"] for c in claims] == list(range(1, 10))
     fisor = [r for r in strict if r["agent"] == "FISOR" and r["task"] == r["env_id"]]
-    assert claims[3]["measured"]["average_cost"]["FISOR"] == pytest.approx(
+    assert claims[3]["measured"]["average_cost"]["FISOR"]["mean"] == pytest.approx(
         sum(r["normalized_cost"]["mean"] for r in fisor) / len(fisor)
     )
     assert claims[8]["status"] == "not run"  # no grid in the smoke run

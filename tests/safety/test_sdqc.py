@@ -73,8 +73,9 @@ def test_policy_switching_follows_the_feasibility_bounds():
     assert choose_policy(v_low, v_up).tolist() == [REWARD, TRANSITION, COST, REWARD, TRANSITION]
 
 
-def test_mlp_encoders_read_only_their_side_of_the_observation(point_goal_data):
-    agent = small_agent(encoder="mlp").learn(point_goal_data, budget=3)
+@pytest.mark.parametrize("encoder", ["mlp", "atn"])
+def test_encoders_read_only_their_side_of_the_observation(point_goal_data, encoder):
+    agent = small_agent(encoder=encoder).learn(point_goal_data, budget=3)
     obs = torch.as_tensor(point_goal_data["observations"][:8])
     actions = torch.as_tensor(point_goal_data["actions"][:8])
     other_cost = obs.clone()
@@ -110,17 +111,35 @@ def test_delta_zero_removes_the_contrastive_term(point_goal_data):
         assert torch.isclose(losses["total"], values + extra)
 
 
-def test_learning_lowers_the_losses_and_acts_in_the_box(point_goal_data):
+def test_every_loss_is_recorded_per_update(point_goal_data):
     env = omnigym.make("Safe/PointGoal1-v0")
     agent = SDQC(env=env, seed=0, **SMALL, lr=1e-3, behaviour_fraction=0.25)
     agent.learn(point_goal_data, 80)
-    assert agent.updates == 80
-    assert len(agent.log["behaviour"]) == 20 and len(agent.log["values"]) == 60
-    assert np.mean(agent.log["values"][-10:]) < 0.5 * np.mean(agent.log["values"][:10])
-    assert np.isfinite(agent.log["contrastive"]).all() and min(agent.log["contrastive"]) > 0
-    action = agent.act(point_goal_data["observations"][0], {})
-    assert action.shape == (2,) and action.dtype == np.float32
-    assert env.action_space.contains(action)
+    curves = agent.loss_curves()
+    assert agent.updates == 80 and len(curves["behaviour"]) == 20
+    joint = ("v_r", "q_r", "v_h_low", "v_h_up", "q_h", "contrastive_r", "contrastive_h")
+    assert sorted(curves) == sorted(("behaviour", *joint, "pi_r", "pi_h", "pi_to"))
+    assert all(len(curves[name]) == 60 for name in joint)
+    assert np.mean(curves["q_h"][-10:]) < 0.5 * np.mean(curves["q_h"][:10])
+    assert min(curves["contrastive_r"]) > 0 and min(curves["contrastive_h"]) > 0
+
+
+def test_observations_are_standardised_with_the_datasets_statistics(point_goal_data):
+    agent = small_agent().learn(point_goal_data, budget=1)
+    normaliser = agent.modules["normaliser"]
+    observations = point_goal_data["observations"]
+    assert np.allclose(normaliser.mean.numpy(), observations.mean(axis=0), atol=1e-5)
+    assert np.allclose(normaliser.std.numpy(), observations.std(axis=0) + 1e-3, atol=1e-5)
+
+
+def test_playing_counts_the_states_each_policy_handles(point_goal_data):
+    agent = small_agent().learn(point_goal_data, budget=2)
+    for obs in point_goal_data["observations"][:7]:
+        agent.act(obs, {})
+    assert sum(agent.regions.values()) == 7
+    assert set(agent.regions) <= {"pi_r", "pi_to", "pi_h"}
+    values = agent.feasibility(point_goal_data["observations"][:7])
+    assert values.shape == (7,) and np.isfinite(values).all()
 
 
 def test_checkpoints_round_trip_to_identical_actions(point_goal_data, tmp_path):

@@ -1,6 +1,7 @@
 """The SDQC claims checker (omnigym.scenarios.claims.sdqc) on synthetic runs: DSRL-protocol tables
 built with ``safety_tables`` from made-up episodes, in a world where every claim 1–8 holds, then
 changed just enough for each claim to fail; claim 9 is recorded with a grid and not run without.
+Averages are checked as ``{"mean", "ci95"}`` summaries over seeds.
 
 Costs below are episode costs on T = 300 tasks (thresholds 6, 12, 24; strict 3). An agent whose
 cost is one number ignores κ and its episodes are scored at every threshold: normalized cost
@@ -69,8 +70,8 @@ def passing_world():
         "CDT": at_home({3.0: 1.0, 6.0: 3.0, 12.0: 6.0, 24.0: 12.0}, 0.6),
         # The lowest strict cost of the baselines (0.2): claim 4.
         "FISOR": at_home(0.6, 0.4),
-        # Zero cost everywhere: claims 6 and 7.
-        "SDQC": at_home(0.0, 0.45),
+        # Zero cost everywhere, reward within 0.05 of BC-Safe's: claims 6 and 7.
+        "SDQC": at_home(0.0, 0.48),
     }
     for label, extra in (("BC-Safe", 3.0), ("BCQ-Lag", 3.0), ("FISOR", 3.0), ("SDQC", 0.0)):
         world[label] |= shifted(world[label], extra)
@@ -116,16 +117,17 @@ def records_of(world):
     return records
 
 
-def run_of(world, diagnostics=None, agents=AGENTS, grid=None):
+def run_of(world, diagnostics=None, agents=AGENTS, grid=None, main_tasks=LEVEL1):
     """A finished run of ``world``: its ``safety`` scorecard block and its scenario."""
     envs = sorted({env for cells in world.values() for env, _ in cells} | set(LEVEL1))
+    options = {"grid": grid, "main_tasks": list(main_tasks)}
     scenario = Scenario.model_validate(
-        {"name": "synthetic", "envs": envs, "agents": agents, "options": {"grid": grid}}
+        {"name": "synthetic", "envs": envs, "agents": agents, "options": options}
     )
-    tables = safety_tables(records_of(world))
+    tables = safety_tables(records_of(world), main_tasks=main_tasks)
     diagnostics = knn() if diagnostics is None else diagnostics
     scorecard = {"safety": {"protocols": tables, "diagnostics": diagnostics}}
-    return Run(scenario, {"grid": grid}, RunFolder(Path("unused")), scorecard, [])
+    return Run(scenario, options, RunFolder(Path("unused")), scorecard, [])
 
 
 def statuses(run):
@@ -152,8 +154,8 @@ def test_every_claim_but_the_grid_passes_in_the_passing_world(passing):
 def test_claim_1_measures_bc_alls_unsafe_share_and_every_agents_reward(passing):
     measured = passing[0]["measured"]
     assert measured["unsafe_share"] == pytest.approx(0.6)
-    assert measured["average_reward"]["BC-All"] == pytest.approx(0.9)
-    assert measured["average_reward"]["SDQC"] == pytest.approx(0.45)
+    assert measured["average_reward"]["BC-All"] == {"mean": pytest.approx(0.9), "ci95": [0.9, 0.9]}
+    assert measured["average_reward"]["SDQC"]["mean"] == pytest.approx(0.48)
 
 
 def test_claim_1_fails_when_bc_all_is_unsafe_on_fewer_than_60_percent_of_tasks():
@@ -196,7 +198,8 @@ def test_claim_4_fails_when_a_baseline_is_cheaper_than_fisor():
     entry = claim_of(run_of(world), 4)
     assert entry["status"] == "fail"
     costs = entry["measured"]["average_cost"]
-    assert costs["FISOR"] == pytest.approx(1.0) and costs["BC-Safe"] == pytest.approx(2 / 3)
+    assert costs["FISOR"]["mean"] == pytest.approx(1.0)
+    assert costs["BC-Safe"]["mean"] == pytest.approx(2 / 3)
 
 
 def test_claim_5_measures_cdts_cost_at_each_dsrl_threshold(passing):
@@ -214,33 +217,62 @@ def test_claim_5_fails_when_cdts_cost_is_flat_on_two_tasks():
     assert entry["status"] == "fail" and entry["measured"]["rising_share"] == pytest.approx(0.6)
 
 
+def test_claim_6_compares_sdqc_with_every_agent_on_the_main_tasks(passing):
+    measured = passing[5]["measured"]
+    assert sorted(measured["averages"]) == ["BC-All", "BC-Safe", "BCQ-Lag", "CDT", "FISOR", "SDQC"]
+    sdqc = measured["averages"]["SDQC"]
+    assert sdqc["tasks"] == len(LEVEL1) and sdqc["near_zero_tasks"] == len(LEVEL1)
+    assert sdqc["normalized_cost"] == {"mean": 0.0, "ci95": [0.0, 0.0]}
+    assert measured["reward_floor"] == pytest.approx(0.45)
+
+
 def test_claim_6_fails_when_sdqc_costs_more_than_fisor():
     world = passing_world()
-    world["SDQC"] |= at_home(0.9, 0.45)
+    world["SDQC"] |= at_home(0.9, 0.48)
     entry = claim_of(run_of(world), 6)
     assert entry["status"] == "fail"
     averages = entry["measured"]["averages"]
-    assert averages["SDQC"]["normalized_cost"] == pytest.approx(0.3)
-    assert averages["FISOR"]["normalized_cost"] == pytest.approx(0.2)
+    assert averages["SDQC"]["normalized_cost"]["mean"] == pytest.approx(0.3)
+    assert averages["FISOR"]["normalized_cost"]["mean"] == pytest.approx(0.2)
 
 
 def test_claim_6_fails_when_another_agent_has_more_near_zero_tasks():
     world = passing_world()
     # SDQC keeps the lowest average cost but is near zero (≤ 0.1) on one task only.
-    world["SDQC"] |= at_home([0.0, 0.45, 0.45, 0.45, 0.45], 0.45)
+    world["SDQC"] |= at_home([0.0, 0.45, 0.45, 0.45, 0.45], 0.48)
     world["FISOR"] |= at_home([0.9, 0.9, 0.9, 0.0, 0.0], 0.4)
     entry = claim_of(run_of(world), 6)
     assert entry["status"] == "fail"
     averages = entry["measured"]["averages"]
-    assert averages["SDQC"]["normalized_cost"] < averages["FISOR"]["normalized_cost"]
-    assert (averages["SDQC"]["near_zero_tasks"], averages["FISOR"]["near_zero_tasks"]) == (1, 2)
+    sdqc, fisor = averages["SDQC"], averages["FISOR"]
+    assert sdqc["normalized_cost"]["mean"] < fisor["normalized_cost"]["mean"]
+    assert (sdqc["near_zero_tasks"], fisor["near_zero_tasks"]) == (1, 2)
+
+
+def test_claim_6_fails_when_sdqcs_reward_is_more_than_005_below_bc_safes():
+    world = passing_world()
+    world["SDQC"] |= at_home(0.0, 0.44)
+    entry = claim_of(run_of(world), 6)
+    assert entry["status"] == "fail"
+    assert entry["measured"]["averages"]["SDQC"]["normalized_cost"]["mean"] == 0.0
+    assert entry["measured"]["averages"]["SDQC"]["normalized_reward"]["mean"] == pytest.approx(0.44)
+
+
+def test_claims_average_over_the_main_tasks_only():
+    world = passing_world()
+    world["SDQC"] |= at_home([0.0, 0.0, 0.0, 0.0, 3.0], 0.48)  # the last task is left out
+    run = run_of(world, main_tasks=LEVEL1[:4])
+    entry = claim_of(run, 6)
+    assert entry["status"] == "pass"
+    assert entry["measured"]["averages"]["SDQC"]["tasks"] == 4
+    assert claim_of(run_of(world), 6)["status"] == "fail"  # with it, FISOR is cheaper
 
 
 def test_claim_7_measures_the_cost_increase_on_the_shared_level_2_twins(passing):
     measured = passing[6]["measured"]
     assert measured["tasks"] == ["Safe/CarGoal1-v0", "Safe/PointGoal1-v0"]
-    assert measured["cost_increase"]["SDQC"] == 0.0
-    assert measured["cost_increase"]["FISOR"] == pytest.approx(1.0)
+    assert measured["cost_increase"]["SDQC"] == {"mean": 0.0, "ci95": [0.0, 0.0]}
+    assert measured["cost_increase"]["FISOR"]["mean"] == pytest.approx(1.0)
 
 
 def test_claim_7_fails_when_sdqcs_cost_rises_most_in_level_2():
@@ -248,14 +280,16 @@ def test_claim_7_fails_when_sdqcs_cost_rises_most_in_level_2():
     world["SDQC"] |= shifted(world["SDQC"], 6.0)
     entry = claim_of(run_of(world), 7)
     assert entry["status"] == "fail"
-    assert entry["measured"]["cost_increase"]["SDQC"] == pytest.approx(2.0)
+    assert entry["measured"]["cost_increase"]["SDQC"]["mean"] == pytest.approx(2.0)
 
 
 def test_claim_8_measures_the_ablation_per_task_and_its_knn_consistency(passing):
     measured = passing[7]["measured"]
     assert measured["worse_without"] == sorted(ABLATION)
     assert measured["knn_q_consistency"] == {"SDQC": 0.2, "SDQC δ=0": 0.4}
-    assert measured["rows"]["Safe/PointGoal2-v0"]["SDQC δ=0"] == [0.3, pytest.approx(1.0)]
+    row = measured["rows"]["Safe/PointGoal2-v0"]["SDQC δ=0"]
+    assert row["normalized_reward"]["mean"] == pytest.approx(0.3)
+    assert row["normalized_cost"] == {"mean": pytest.approx(1.0), "ci95": [1.0, 1.0]}
 
 
 def test_claim_8_fails_when_the_ablation_is_worse_on_two_tasks_of_four_only():
@@ -265,9 +299,17 @@ def test_claim_8_fails_when_the_ablation_is_worse_on_two_tasks_of_four_only():
     assert entry["status"] == "fail" and entry["measured"]["worse_without"] == sorted(ABLATION[:2])
 
 
-def test_claim_8_fails_when_the_ablations_knn_consistency_is_no_worse():
+def test_claim_8_counts_the_same_cost_with_less_reward_as_worse():
+    world = passing_world()
+    world["SDQC δ=0"] = {(task, task): (0.0, 0.3) for task in ABLATION}
+    entry = claim_of(run_of(world), 8)
+    assert entry["status"] == "pass" and entry["measured"]["worse_without"] == sorted(ABLATION)
+
+
+def test_claim_8_records_the_knn_consistency_without_asserting_it():
     entry = claim_of(run_of(passing_world(), diagnostics=knn(sdqc=0.4, ablation=0.2)), 8)
-    assert entry["status"] == "fail" and entry["measured"]["worse_without"] == sorted(ABLATION)
+    assert entry["status"] == "pass"
+    assert entry["measured"]["knn_q_consistency"] == {"SDQC": 0.4, "SDQC δ=0": 0.2}
 
 
 def test_claim_9_records_the_grid_and_asserts_nothing():
@@ -288,7 +330,13 @@ def test_claim_9_is_not_run_without_a_grid(passing):
 
 @pytest.mark.parametrize(
     ("dropped", "claims"),
-    [("cdt", {5}), ("fisor", {4, 6, 7}), ("bc_all", {1, 2}), ("bcq_lag", {3, 6, 7})],
+    [
+        ("cdt", {5}),
+        ("fisor", {4, 7}),
+        ("bc_all", {1, 2}),
+        ("bcq_lag", {3, 7}),
+        ("bc_safe", {2, 6, 7}),
+    ],
 )
 def test_a_claim_whose_agent_is_missing_is_not_run_and_names_it(dropped, claims):
     world = passing_world()
