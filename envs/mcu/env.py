@@ -17,7 +17,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from omnigym.envs.mcu import init_commands, observe
+from omnigym.envs.mcu import difficulty as levels
+from omnigym.envs.mcu import observe
 from omnigym.envs.mcu.commands import InvalidCommand, execute
 from omnigym.envs.mcu.episode_log import StepRecord
 from omnigym.envs.mcu.evaluation import evaluate
@@ -26,8 +27,6 @@ from omnigym.envs.mcu.tasks import Task, load_task
 from omnigym.envs.mcu.world import MCUWorld
 from omnigym.spaces import require_text_action, text_space
 
-DIFFICULTIES = ("simple", "medium", "hard")
-BUILT_DIFFICULTIES = ("simple",)
 ACTION_MAX_LENGTH = 256
 
 
@@ -72,7 +71,9 @@ class AtomicEnv(gym.Env):
     ## Arguments
     ``task``: a verified task name (``omnigym.envs.mcu.list_tasks()``) or a loaded
     :class:`~omnigym.envs.mcu.tasks.Task` (the generator checks candidates so); ``difficulty``:
-    ``"simple"`` (the only level built so far); ``pixels``: ``False`` (frames are not built).
+    ``"simple"`` (the task file as written), ``"medium"`` or ``"hard"`` (seeded perturbations of
+    the scene at each reset, :mod:`omnigym.envs.mcu.difficulty`, listed in
+    ``info["perturbations"]``); ``pixels``: ``False`` (frames are not built).
     """
 
     metadata = {"render_modes": []}
@@ -80,10 +81,7 @@ class AtomicEnv(gym.Env):
     def __init__(
         self, task: str | Task = "collect_wood", difficulty: str = "simple", pixels: bool = False
     ):
-        if difficulty not in DIFFICULTIES:
-            raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
-        if difficulty not in BUILT_DIFFICULTIES:
-            raise ValueError(f"difficulty={difficulty!r} is not available yet (only 'simple')")
+        levels.check(difficulty)
         if pixels:
             raise ValueError("pixels=True is not available yet: observations are symbolic")
         self.difficulty = difficulty
@@ -116,8 +114,7 @@ class AtomicEnv(gym.Env):
         super().reset(seed=seed)
         self._next_task()
         world = MCUWorld(self.registry, self.np_random)
-        for command in self.task.init:
-            init_commands.apply(world, command)
+        self.perturbations = levels.build(world, self.task, self.difficulty, self.np_random)
         world.start_y = world.max_y = world.position[1]
         world.log = []
         self.world = world
@@ -218,5 +215,6 @@ class AtomicEnv(gym.Env):
             "category": self.task.category,
             "subcategory": self.task.subcategory,
             "difficulty": self.difficulty,
+            "perturbations": list(self.perturbations),
             "ticks": self.world.ticks,
         }

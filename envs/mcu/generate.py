@@ -4,8 +4,9 @@ them.
 MCU (Zheng et al., ICML 2025; ``docs/mcu.md``) has an LLM write task configs and refines them by
 running them in the game. Here templates (one function each below, their parameter lists in
 ``data/task_templates.yaml``) expand over the block, item, recipe and mob registries; every
-candidate is played by its scripted oracle on each verification seed, and only the tasks solved
-on every seed are written to ``data/tasks/`` with an ``index.yaml``. Run::
+candidate is played by its scripted oracle on each verification seed, simple and hard
+(:mod:`omnigym.envs.mcu.difficulty`), and only the tasks solved everywhere are written to
+``data/tasks/`` with an ``index.yaml``. Run::
 
     python -m omnigym.envs.mcu.generate --seed 0 [--seeds 0,1,2]
 
@@ -31,6 +32,8 @@ from omnigym.envs.mcu.world import GROUND_BLOCKS
 
 TEMPLATES_FILE = Path(__file__).parent / "data" / "task_templates.yaml"
 DIGGING_TIERS = ("wooden", "stone", "iron", "diamond")
+VERIFIED_LEVELS = ("simple", "hard")
+"""A task is kept only if its oracle solves both its simple and its hard variant."""
 
 
 def words(name: str) -> str:
@@ -450,7 +453,7 @@ def generate(seed: int, seeds: list[int], out: Path = TASK_DIR) -> dict[str, int
     out.mkdir(parents=True, exist_ok=True)
     kept, dropped = [], []
     for data in candidates(seed):
-        result = verify_task(parse_task(data, f"{data['name']}.yaml"), seeds)
+        result = verify_task(parse_task(data, f"{data['name']}.yaml"), seeds, VERIFIED_LEVELS)
         if result["success"]:
             kept.append((data, result))
         else:

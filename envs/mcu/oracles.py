@@ -14,6 +14,7 @@ placement.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,6 +28,8 @@ Commands = Iterator[str]
 Cell = tuple[int, int, int]
 MAX_FALL = 3
 LOW_HEALTH = 6
+THREAT_RANGE = 2
+"""Hostile mobs this close (Chebyshev) are fought first, whatever the task's target."""
 
 
 def neighbours(world: MCUWorld, cell: Cell) -> Iterator[tuple[int, Cell]]:
@@ -156,6 +159,17 @@ def collect(world: MCUWorld, params: dict[str, Any]) -> Commands:
             return
 
 
+def reach_station(world: MCUWorld, station: str) -> Commands:
+    """Walks within range of the nearest ``station`` in the arena (when one stands there), else
+    places one in front (crafting it first if there is none in the inventory)."""
+    cells = world.cells_of(station, 40)
+    if cells:
+        cell = cells[0]
+        yield from walk(world, lambda c: math.dist(c, cell) <= STATION_RANGE - 1)
+    if not world.cells_of(station, STATION_RANGE):
+        yield from place_station(world, station)
+
+
 def place_station(world: MCUWorld, station: str) -> Commands:
     """Places ``station`` on the ground in front (crafting it first if there is none)."""
     if not world.count(station):
@@ -175,7 +189,7 @@ def craft_items(world: MCUWorld, item: str, count: int) -> Commands:
     have = Counter({name: world.count(name) for name in world.registry.items})
     crafts, _ = plan(world.registry, item, count, have)
     if needs_table(world.registry, crafts) and not world.cells_of("crafting_table", STATION_RANGE):
-        yield from place_station(world, "crafting_table")
+        yield from reach_station(world, "crafting_table")
         have = Counter({name: world.count(name) for name in world.registry.items})
         crafts, _ = plan(world.registry, item, count, have)
     for name, n in crafts:
@@ -188,12 +202,13 @@ def craft(world: MCUWorld, params: dict[str, Any]) -> Commands:
 
 def smelt(world: MCUWorld, params: dict[str, Any]) -> Commands:
     if not world.cells_of("furnace", STATION_RANGE):
-        yield from place_station(world, "furnace")
+        yield from reach_station(world, "furnace")
     yield f"smelt {params['input']} {params.get('count', 1)}"
 
 
 def combat(world: MCUWorld, params: dict[str, Any]) -> Commands:
-    """Kills ``count`` of ``mob``: best weapon, approach, attack; eats when health is low."""
+    """Kills ``count`` of ``mob``: best weapon, approach, attack (any hostile mob within two
+    nodes first); eats when health is low."""
     mob_name = params["mob"]
     goal = params.get("count", 1)
     weapon = best_tool(world, "sword") or best_tool(world, "axe")
@@ -208,14 +223,20 @@ def combat(world: MCUWorld, params: dict[str, Any]) -> Commands:
         targets = [m for m in world.mobs if m.kind.name == mob_name]
         if not targets:
             return
+        x, _, z = world.position
+        threats = [
+            m
+            for m in world.mobs
+            if m.hostile and max(abs(m.position[0] - x), abs(m.position[2] - z)) <= THREAT_RANGE
+        ]
+        targets = threats or targets
         ahead = world.mob_ahead()
-        if ahead is not None and ahead.kind.name == mob_name:
+        if ahead is not None and (ahead.kind.name == mob_name or ahead.hostile):
             yield from pitch_to(world, 0)
             yield "attack"
             continue
         mob = min(targets, key=lambda m: (world.distance_to(m.position), m.uid))
         mx, _, mz = mob.position
-        x, _, z = world.position
         if max(abs(mx - x), abs(mz - z)) <= 1:
             dx, dz = mx - x, mz - z
             direction = FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz))

@@ -2,10 +2,12 @@
 
 The counterpart of MCU's run-and-refine loop (Zheng et al., ICML 2025; ``docs/mcu.md``). Run::
 
-    python -m omnigym.envs.mcu.verify [--seeds 0,1,2] [--tasks a,b] [--out verify_report.json]
+    python -m omnigym.envs.mcu.verify [--difficulty simple,hard] [--seeds 0,1,2] [--tasks a,b]
+        [--out verify_report.json]
 
-It plays each listed task (all verified tasks by default) with its oracle, writes a JSON report
-(per task: success per seed, steps, ticks, failure reason) and prints the successes per
+It plays each listed task (all verified tasks by default) with its oracle at each difficulty,
+writes a JSON report (per task: success per seed, steps, ticks, failure reason, and the same
+per difficulty) and prints the successes per
 category; the exit status is 1 when any task fails.
 """
 
@@ -19,14 +21,33 @@ from pathlib import Path
 from typing import Any
 
 from omnigym.envs.mcu import oracles
+from omnigym.envs.mcu.difficulty import check
 from omnigym.envs.mcu.env import AtomicEnv
 from omnigym.envs.mcu.tasks import Task, list_tasks, load_task
 
 
-def verify_task(task: Task, seeds: list[int]) -> dict[str, Any]:
-    """The oracle's result on each seed: ``success`` (on every seed), ``steps`` and ``ticks``
-    (first seed), ``reason`` (first failure) and ``per_seed``."""
-    env = AtomicEnv(task)
+def verify_task(
+    task: Task, seeds: list[int], difficulties: tuple[str, ...] = ("simple",)
+) -> dict[str, Any]:
+    """The oracle's result at each difficulty on each seed: ``success`` (everywhere), ``steps``
+    and ``ticks`` (first difficulty, first seed), ``reason`` (the failures), ``per_seed``
+    (first difficulty) and ``by_difficulty`` (the same fields per difficulty)."""
+    levels = {level: _verify_level(task, seeds, level) for level in difficulties}
+    failures = [
+        f"{level}: {result['reason']}" if len(levels) > 1 else result["reason"]
+        for level, result in levels.items()
+        if not result["success"]
+    ]
+    return {
+        **levels[difficulties[0]],
+        "success": not failures,
+        "reason": "; ".join(failures),
+        "by_difficulty": levels,
+    }
+
+
+def _verify_level(task: Task, seeds: list[int], difficulty: str) -> dict[str, Any]:
+    env = AtomicEnv(task, difficulty=difficulty)
     per_seed = {seed: oracles.run(env, seed) for seed in seeds}
     first = per_seed[seeds[0]]
     failures = [f"seed {s}: {r['reason']}" for s, r in per_seed.items() if not r["success"]]
@@ -43,16 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2", help="seeds, comma-separated")
     parser.add_argument("--tasks", default="", help="task names, comma-separated (default all)")
+    parser.add_argument(
+        "--difficulty", default="simple", help="difficulties, comma-separated (simple,hard)"
+    )
     parser.add_argument("--out", type=Path, default=Path("verify_report.json"))
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    difficulties = tuple(check(level) for level in args.difficulty.split(","))
     names = args.tasks.split(",") if args.tasks else list_tasks()
     report = {}
     solved: Counter = Counter()
     total: Counter = Counter()
     for name in names:
         task = load_task(name)
-        report[name] = verify_task(task, seeds)
+        report[name] = verify_task(task, seeds, difficulties)
         total[task.category] += 1
         solved[task.category] += report[name]["success"]
         if not report[name]["success"]:
