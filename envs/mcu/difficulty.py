@@ -107,7 +107,7 @@ def build(world: MCUWorld, task: Task, difficulty: str, rng: np.random.Generator
 
 def applicable(task: Task, reg: Registry) -> list[str]:
     """The transforms that fit ``task``, in :data:`TRANSFORMS` order."""
-    scene = any(c.verb in SCENE_VERBS and _relative(c) for c in task.init)
+    scene = any(c.verb in SCENE_VERBS and relative_placement(c) for c in task.init)
     fits = {
         "fewer_resources": _fewer(list(task.init), task, reg) != list(task.init),
         "distractor_items": True,
@@ -152,11 +152,11 @@ def _fewer(commands: list[Command], task: Task, reg: Registry) -> list[Command]:
     return out
 
 
-def _relative(command: Command) -> bool:
-    return all(axis.relative for corner in _corners(command) for axis in corner)
+def relative_placement(command: Command) -> bool:
+    return all(axis.relative for corner in corners(command) for axis in corner)
 
 
-def _corners(command: Command) -> list[tuple[Coordinate, ...]]:
+def corners(command: Command) -> list[tuple[Coordinate, ...]]:
     if command.verb == "summon":
         return [command.args[1]]
     if command.verb == "setblock":
@@ -175,8 +175,8 @@ def _displace(commands: list[Command], rng: np.random.Generator) -> list[Command
     spots = [
         (c[0].value, c[2].value)
         for command in commands
-        if command.verb in SCENE_VERBS and _relative(command)
-        for c in _corners(command)
+        if command.verb in SCENE_VERBS and relative_placement(command)
+        for c in corners(command)
     ]
     for _ in range(16):
         size = int(rng.integers(SHIFT[0], SHIFT[1] + 1))
@@ -187,12 +187,12 @@ def _displace(commands: list[Command], rng: np.random.Generator) -> list[Command
             and math.hypot(x + dx, z + dz) >= max(math.hypot(x, z), 2)
             for x, z in spots
         ):
-            return [_moved(command, dx, dz) for command in commands]
+            return [moved(command, dx, dz) for command in commands]
     return None
 
 
-def _moved(command: Command, dx: int, dz: int) -> Command:
-    if command.verb not in SCENE_VERBS or not _relative(command):
+def moved(command: Command, dx: int, dz: int) -> Command:
+    if command.verb not in SCENE_VERBS or not relative_placement(command):
         return command
     args = list(command.args)
     if command.verb == "summon":
@@ -260,9 +260,9 @@ def _scene(commands: list[Command]) -> list[tuple[str, str, tuple[int, int, int]
     """``(verb, name, node)`` of each relative placement (a fill by its first corner)."""
     out = []
     for command in commands:
-        if command.verb in SCENE_VERBS and _relative(command):
+        if command.verb in SCENE_VERBS and relative_placement(command):
             name = command.args[NAME_ARG[command.verb]]
-            cell = tuple(c.resolve(b) for c, b in zip(_corners(command)[0], SPAWN, strict=True))
+            cell = tuple(c.resolve(b) for c, b in zip(corners(command)[0], SPAWN, strict=True))
             out.append((command.verb, name, cell))
     return out
 

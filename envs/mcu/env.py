@@ -154,7 +154,7 @@ class AtomicEnv(gym.Env):
         truncated = not terminated and self._steps >= self.task.max_steps
         info = self._info(reason, success)
         if terminated or truncated:
-            scores = evaluate(self.records, self.task, self.task.oracle_steps)
+            scores = self._scores()
             info["normalized_score"] = 10.0 * scores["task_progress"]
             info["metrics"] = {
                 **{name: math.nan if v is None else v for name, v in scores.items()},
@@ -166,6 +166,10 @@ class AtomicEnv(gym.Env):
                 "invalid_commands": float(self._invalid),
             }
         return self._observation(), self._progress - before, terminated, truncated, info
+
+    def _scores(self) -> dict[str, float | None]:
+        """The episode's six dimensions (:func:`~omnigym.envs.mcu.evaluation.evaluate`)."""
+        return evaluate(self.records, self.task, self.task.oracle_steps)
 
     def _player_state(self) -> tuple:
         """What a command may change for the player: place, look, inventory, armour, hunger and

@@ -311,6 +311,14 @@ def eat(world: MCUWorld, params: dict[str, Any]) -> Commands:
     yield f"eat {params['item']}"
 
 
+def sequence(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    """A composite task: each part's solver in turn, twice over (a part that could not finish
+    first, such as sleeping while a monster is near, gets a second go after the others)."""
+    for _ in range(2):
+        for part in params["parts"]:
+            yield from solve(world, part)
+
+
 SOLVERS: dict[str, Callable[[MCUWorld, dict[str, Any]], Commands]] = {
     "mine": mine,
     "collect": collect,
@@ -323,6 +331,7 @@ SOLVERS: dict[str, Callable[[MCUWorld, dict[str, Any]], Commands]] = {
     "place": place,
     "drop": drop,
     "eat": eat,
+    "sequence": sequence,
 }
 
 
