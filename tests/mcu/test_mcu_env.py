@@ -56,7 +56,6 @@ def test_non_str_action_raises_value_error_naming_the_text_space():
     ("kwargs", "name"),
     [
         ({"difficulty": "extreme"}, "difficulty"),
-        ({"difficulty": "hard"}, "difficulty"),
         ({"task": "combat_spidres"}, "combat_spiders"),
         ({"pixels": True}, "pixels"),
     ],
