@@ -20,7 +20,9 @@ class RandomTaskEnv(AtomicEnv):
     ## Arguments
     ``category``, ``subcategory``: draw only among the verified tasks so labelled (``None``:
     any); a filter that matches no task raises ``ValueError`` naming it. ``difficulty``:
-    ``"simple"``. ``composite``: ``False`` (compositions are not built yet).
+    ``"simple"``, ``"medium"`` or ``"hard"`` (:mod:`omnigym.envs.mcu.difficulty`).
+    ``composite``: ``False`` (random compositions are not drawn yet; ``MCU/Compose-v0`` builds
+    given ones).
     """
 
     def __init__(
