@@ -287,10 +287,12 @@ def _crowd(world: MCUWorld, task: Task, commands: list[Command], rng) -> str | N
             for n, m in reg.mobs.items()
             if m.behaviour == "passive" and n not in concerned and n not in dict(mobs)
         )
+        if not kinds:
+            return None
         cells = _free_cells(world, [c for _, c in mobs], DECOY_RING, 1 + int(rng.integers(2)), rng)
         for cell in cells:
             world.summon(kinds[int(rng.integers(len(kinds)))], cell)
-        return "decoys" if cells and kinds else None
+        return "decoys" if cells else None
     placed = {n for _, n, _ in scene}
     like = _look_alikes(reg, placed, concerned)
     if not like:
