@@ -241,7 +241,7 @@ def combat(world: MCUWorld, params: dict[str, Any]) -> Commands:
             dx, dz = mx - x, mz - z
             direction = FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz))
             yield from turn_to(world, direction)
-            if world.mob_ahead() is None:
+            if world.mob_ahead() is not mob:  # nothing, or another animal, in the way
                 yield "wait 1"
             continue
         directions = route(
