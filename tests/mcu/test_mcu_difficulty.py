@@ -177,3 +177,8 @@ def test_every_hard_variant_of_a_seeded_sample_is_oracle_solvable():
     for i in np.random.default_rng(1).choice(len(names), size=20, replace=False):
         result = oracles.run(AtomicEnv(names[i], difficulty="hard"), 0)
         assert result["success"], (names[i], result["reason"])
+
+
+def test_the_hunting_oracle_waits_out_a_decoy_standing_between_it_and_its_prey():
+    result = oracles.run(AtomicEnv("hunt_pig_x2_with_diamond_sword", difficulty="hard"), 0)
+    assert result["success"], result["reason"]
