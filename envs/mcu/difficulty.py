@@ -136,18 +136,22 @@ def lower_tier(reg: Registry, item: str, blocks: list) -> str | None:
 
 
 def _fewer(commands: list[Command], task: Task, reg: Registry) -> list[Command]:
+    """Tools one tier lower and spare food cut to one, except items the task's predicates name
+    (dropping a stone sword needs that very sword)."""
     blocks = [reg.blocks[name] for name in sorted(mine_targets(task, reg))]
     concerned = relevant(task, reg)
+    named = {n for p in (task.success, *(m.when for m in task.milestones)) for n in p.names()}
     out = []
     for command in commands:
-        if command.verb == "replaceitem" and (lower := lower_tier(reg, command.args[1], blocks)):
-            command = replace(command, args=(command.args[0], lower, *command.args[2:]))
-        elif command.verb == "give":
-            item, count = command.args
+        slot = {"replaceitem": 1, "give": 0}.get(command.verb)
+        item = None if slot is None else command.args[slot]
+        if item is not None and item not in named:
+            args = list(command.args)
             if lower := lower_tier(reg, item, blocks):
-                command = replace(command, args=(lower, count))
-            elif reg.items[item].food and item not in concerned and count > 1:
-                command = replace(command, args=(item, 1))
+                args[slot] = lower
+            elif command.verb == "give" and reg.items[item].food and item not in concerned:
+                args[1] = min(args[1], 1)
+            command = replace(command, args=tuple(args))
         out.append(command)
     return out
 
