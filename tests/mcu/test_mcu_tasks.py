@@ -74,6 +74,16 @@ def test_verify_writes_a_report(tmp_path):
     assert report["drop_stick"]["steps"] == 1
 
 
+def test_verify_reports_each_difficulty(tmp_path):
+    out = tmp_path / "report.json"
+    argv = ["--seeds", "0", "--tasks", "combat_spiders", "--difficulty", "simple,hard"]
+    assert verify.main([*argv, "--out", str(out)]) == 0
+    levels = json.loads(out.read_text())["combat_spiders"]["by_difficulty"]
+    assert set(levels) == {"simple", "hard"} and all(v["success"] for v in levels.values())
+    with pytest.raises(ValueError, match="difficulty"):
+        verify.main(["--tasks", "combat_spiders", "--difficulty", "extreme"])
+
+
 def test_a_seeded_sample_of_forty_tasks_is_solved_by_its_oracles():
     rng = np.random.default_rng(0)
     names = mcu.list_tasks()
@@ -89,6 +99,7 @@ def test_a_task_whose_milestone_holds_at_reset_fails_verification():
         {"when": "killed(spider) >= 1", "weight": 0.5},
     ]
     result = verify.verify_task(parse_task(data, "early.yaml"), [0])
+    assert set(result.pop("by_difficulty")) == {"simple"}
     assert result == {
         "success": False,
         "steps": 0,
