@@ -14,6 +14,7 @@ from omnigym.agent import Agent, list_agents, make_agent, register_agent
 from omnigym.envs import craft as _craft  # noqa: F401  (registers Craft/*)
 from omnigym.envs import diplomacy as _diplomacy  # noqa: F401  (registers Diplomacy/*)
 from omnigym.envs import lmrl as _lmrl  # noqa: F401  (registers LMRL/*)
+from omnigym.envs import mcu as _mcu  # noqa: F401  (registers MCU/*)
 from omnigym.envs import methods as _methods  # noqa: F401  (registers Methods/*)
 from omnigym.envs import safety as _safety  # noqa: F401  (registers Safe/*)
 from omnigym.registry import EnvInfo, UnknownEnvError, list_envs, make, make_aec, register, spec
