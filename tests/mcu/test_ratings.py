@@ -6,7 +6,7 @@ import math
 import pytest
 
 from omnigym.envs.mcu.evaluation import DIMENSIONS
-from omnigym.envs.mcu.ratings import TITLES, main, rating, write_ratings
+from omnigym.evaluators.mcu_ratings import TITLES, main, rating, write_ratings
 from omnigym.evaluators.rollout import evaluate
 from omnigym.evaluators.store import EpisodeStore
 

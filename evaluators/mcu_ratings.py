@@ -5,7 +5,7 @@ video; this writes the same per-episode view from omnigym's episode records (the
 ``episodes.jsonl``, whose ``metrics`` the MCU environments fill with the six dimensions of
 :mod:`omnigym.envs.mcu.evaluation`). Run::
 
-    python -m omnigym.envs.mcu.ratings RUN_DIR/episodes.jsonl OUT_DIR
+    python -m omnigym.evaluators.mcu_ratings RUN_DIR/episodes.jsonl OUT_DIR
 
 Undefined scores (NaN in the records) are written as ``null``.
 """
