@@ -196,7 +196,7 @@ def test_training_fits_bonds_far_better_than_the_untrained_network():
 
 def test_an_agent_trains_once_per_draw_and_is_deterministic_for_a_seed():
     structures = chains(np.random.default_rng(4), 300)
-    settings = FlowSettings(steps=20)
+    settings = FlowSettings(steps=10)
     first = train(structures, settings, seed=1)
     assert train(structures, settings, seed=1) is first
     a = sample(*first, 10, 8, nfe=4, refine=True, seed=2)
