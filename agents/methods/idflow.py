@@ -14,8 +14,9 @@ vectors (4 layers of width 32); the input is centred and its centre added back, 
 with rotations, reflections and translations. Each noise sample is rotated onto its structure
 (Kabsch) before interpolating, the equivariant pairing of Klein, Krämer, Noé ("Equivariant flow
 matching", NeurIPS 2023). ``network="mlp"`` is the earlier stand-in: an MLP on the flattened
-coordinates and the embedding of t (pass ``hidden=256, layers=3``), with the training structures
-rotated onto the first one instead (every score is invariant to rotation). Training: Adam
+coordinates and the embedding of t, with the training structures rotated onto the first one
+instead (every score is invariant to rotation); its former settings were ``hidden=256,
+layers=3, batch=256, learning_rate=1e-3, steps=1500``. Training: Adam
 (learning rate 3e-3, cosine schedule), 1,000 steps of 64 structures.
 Samples start from x₀ and follow the velocity (x̂ − x_t)/(1 − t) toward the prediction x̂:
 
@@ -121,8 +122,9 @@ def _egnn(atoms: int, settings: Settings) -> Any:
     class Layer(torch.nn.Module):
         """One EGNN layer: messages m_ij = φ_e(h_i, h_j, ‖x_i − x_j‖², a_ij), positions
         x_i += Σ_j (x_i − x_j)·φ_x(m_ij) / (N − 1), features h_i += φ_h(h_i, Σ_j m_ij). The
-        relative vectors are divided by ‖x_i − x_j‖ + 1 (the normalisation of Satorras et al.'s
-        E(n) normalising flows, NeurIPS 2021) to keep the updates bounded."""
+        relative vectors are divided by ‖x_i − x_j‖ + 1, as in Hoogeboom, Satorras, Vignac,
+        Welling, "Equivariant Diffusion for Molecule Generation in 3D", ICML 2022, to keep the
+        updates bounded."""
 
         def __init__(self):
             super().__init__()
