@@ -209,6 +209,14 @@ def test_an_agent_trains_once_per_draw_and_is_deterministic_for_a_seed():
     assert not np.array_equal(a, sample(*other, 10, 8, nfe=4, refine=True, seed=2))
 
 
+def test_the_mlp_stays_selectable_and_an_unknown_network_raises():
+    structures = chains(np.random.default_rng(6), 100)
+    model = train(structures, FlowSettings(network="mlp", hidden=16, steps=5), seed=0)
+    assert np.isfinite(sample(*model, 10, 8, nfe=4, refine=True, seed=0)).all()
+    with pytest.raises(ValueError, match="network"):
+        FlowSettings(network="transformer")
+
+
 # ---- claims ----------------------------------------------------------------------------------
 
 PAPER_LIKE = {  # nfe -> agent -> (bond error, valid fraction, diversity)
