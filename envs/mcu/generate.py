@@ -303,21 +303,43 @@ def pillar_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 
 def find_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for block, (stem, subcategory) in params["blocks"].items():
-        for i, distance in enumerate(params["distances"]):
-            spot = away(distance, rng)
-            name = f"find_{stem}" if i == 0 else f"find_{stem}_at_{distance}"
-            marks = [f"near({block}, {distance // 2})", f"near({block}, 2)"]
-            yield task(
-                name,
-                params,
-                subcategory,
-                f"Find {article(stem)} and go next to it.",
-                [f"setblock {at(spot)} {block}"],
-                f"near({block}, 2)",
-                milestones(marks, 0.4),
-                {"blocks": [block]},
-                {"solver": "find", "block": block, "radius": 2},
-            )
+        yield from _find_variants(
+            block, stem, subcategory, f"Find {article(stem)}", "setblock", "blocks", 2, params, rng
+        )
+
+
+def _find_variants(
+    target: str,
+    stem: str,
+    subcategory: str,
+    text: str,
+    verb: str,
+    kind: str,
+    radius: int,
+    params: dict,
+    rng,
+) -> Iterator[dict]:
+    """Find ``target`` (a block placed with ``setblock`` or a mob summoned) at each of the
+    template's distances: reach it within ``radius``."""
+    for i, distance in enumerate(params["distances"]):
+        spot = away(distance, rng)
+        name = f"find_{stem}" if i == 0 else f"find_{stem}_at_{distance}"
+        marks = [f"near({target}, {distance // 2})", f"near({target}, {radius})"]
+        yield task(
+            name,
+            params,
+            subcategory,
+            f"{text} and go next to it.",
+            [
+                f"{verb} {at(spot)} {target}"
+                if verb == "setblock"
+                else f"{verb} {target} {at(spot)}"
+            ],
+            f"near({target}, {radius})",
+            milestones(marks, 0.4),
+            {kind: [target]},
+            {"solver": "find", kind[:-1]: target, "radius": radius},
+        )
 
 
 def drop_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
@@ -357,21 +379,9 @@ def eat_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 
 def spot_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for mob in params["mobs"]:
-        for i, distance in enumerate(params["distances"]):
-            spot = away(distance, rng)
-            name = f"find_{mob}" if i == 0 else f"find_{mob}_at_{distance}"
-            marks = [f"near({mob}, {distance // 2})", f"near({mob}, 3)"]
-            yield task(
-                name,
-                params,
-                params["subcategory"],
-                f"Find the {mob} and go next to it.",
-                [f"summon {mob} {at(spot)}"],
-                f"near({mob}, 3)",
-                milestones(marks, 0.4),
-                {"mobs": [mob]},
-                {"solver": "find", "mob": mob, "radius": 3},
-            )
+        yield from _find_variants(
+            mob, mob, params["subcategory"], f"Find the {mob}", "summon", "mobs", 3, params, rng
+        )
 
 
 def climb_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
