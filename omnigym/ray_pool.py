@@ -144,6 +144,9 @@ class RayPool(Pool):
                 address="local",  # a new instance, even where `ray start` runs one
                 num_cpus=math.ceil(workers * cpus_per_job),
                 _node_ip_address="127.0.0.1",
+                # Ray lowers its workers' priority by 15 (nice) by default; a run's workers keep
+                # the run's own, as the local pool's do, or any other work starves them.
+                _system_config={"worker_niceness": 0},
                 **quiet,
             )
         except Exception as error:  # Ray raises a bare Exception when its start times out
