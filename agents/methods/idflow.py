@@ -30,9 +30,10 @@ Samples start from x₀ and follow the velocity (x̂ − x_t)/(1 − t) toward t
 Agents: ``idflow`` (both), ``flow-matching`` (neither: standard flow matching with Euler
 steps), ``idflow-train-only`` (refinement in training, standard sampling),
 ``idflow-sample-only`` (standard training, predictor–refiner sampling). A trained network is
-kept per process for its training set, settings and seed, so an agent asked for several
-budgets on the same draw trains once. Keyword arguments: the fields of :class:`Settings`
-(``network``, ``steps``, ``batch``, ``hidden``, ``layers``, ``learning_rate``, ``refinements``).
+kept per process for its training set, training settings and seed, so an agent asked for
+several budgets on the same draw trains once, and agents that differ only in sampling share
+it. Keyword arguments: the fields of :class:`Settings` (``network``, ``steps``, ``batch``,
+``hidden``, ``layers``, ``learning_rate``, ``refinements``).
 
 Departures from the paper: a small EGNN, trained for 1,000 steps on one CPU thread, stands in
 for the paper's far larger equivariant networks; a learned embedding of each atom pair (the
@@ -201,7 +202,12 @@ def _rotated_onto(x0: Any, x1: Any) -> Any:
 def train(structures: np.ndarray, settings: Settings, seed: int) -> tuple[Any, float]:
     """``(f, scale)``: the network trained on ``structures`` (n, atoms, 3) and the scale the
     coordinates were divided by; kept per process (see the module docstring)."""
-    key = (hashlib.sha256(structures.tobytes()).hexdigest(), settings, seed)
+    # Sampling settings do not change the network: agents that differ only there share it.
+    key = (
+        hashlib.sha256(structures.tobytes()).hexdigest(),
+        replace(settings, refine_sample=False),
+        seed,
+    )
     if key in _MODELS:
         return _MODELS[key]
     import torch
