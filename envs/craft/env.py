@@ -25,8 +25,9 @@ Seeding: the ``seed`` kwarg selects the map (None: the task's canonical world);
 
 Departures from Craftium (the table of ``docs/craft.md`` gives the reasons): frame time fixed at
 ``1 / fps_max`` with no throughput cap; every reset is a grid copy; declared shape ``(H, W, C)``;
-engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``);
-``backend="minetest"`` is not available yet.
+engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``).
+``backend="luanti"`` (alias ``"minetest"``) runs the task in the real engine instead
+(``luanti/env.py``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ ENGINE_CONF = ("fov", "mouse_sensitivity", "fast_move", "enable_damage", "give_i
 """``minetest_conf`` keys with a meaning here besides the task's own parameters."""
 
 OBS_MODES = ("rgb", "voxels", "both")
+BACKENDS = ("embedded", "luanti", "minetest")
+"""The engines a Craft env runs in: omnigym's own, or Luanti (``"minetest"`` is an alias)."""
 ENTITY_ROWS = 32
 WORLD_CACHE_SIZE = 4
 _WARNED: set[str] = set()
@@ -149,11 +152,19 @@ class CraftEnv(gym.Env):
         minetest_conf: task parameters plus ``fov``, ``mouse_sensitivity``, ``fast_move``,
             ``enable_damage``, ``give_initial_stuff``; other keys warn once and are ignored.
         obs_mode: "rgb", "voxels" or "both".
-        backend: "embedded" (the only one in v0).
+        backend: "embedded" (default), or "luanti" / "minetest": the task in a Luanti server
+            (``CraftEnv(...)`` then makes a ``luanti.env.LuantiCraftEnv``).
         **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
+
+    def __new__(cls, *args: Any, backend: str = "embedded", **kwargs: Any):
+        if cls is CraftEnv and backend in BACKENDS[1:]:
+            from omnigym.envs.craft.luanti.env import LuantiCraftEnv
+
+            return super().__new__(LuantiCraftEnv)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -182,12 +193,8 @@ class CraftEnv(gym.Env):
         unknown = sorted(set(engine_kwargs) - set(IGNORED_KWARGS))
         if unknown:
             raise TypeError(f"CraftEnv got unexpected keyword arguments {unknown}")
-        if backend != "embedded":
-            if backend == "minetest":
-                raise ValueError(
-                    "backend='minetest' is not available yet: only the embedded engine ships in v0"
-                )
-            raise ValueError(f"backend must be 'embedded', got {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         task_type = task_class(task)
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")

@@ -36,9 +36,10 @@ dofile(modpath .. "/craftium.lua")
 local agent = dofile(modpath .. "/agent.lua")
 local observe = dofile(modpath .. "/observe.lua")
 
-local KEYS = {"forward", "backward", "left", "right", "jump", "sneak", "aux1", "dig", "place",
-	"drop", "inventory", "slot_1", "slot_2", "slot_3", "slot_4", "slot_5", "slot_6", "slot_7",
-	"slot_8", "slot_9"}
+-- Craftium's key order (omnigym's actions.KEY_ACTIONS).
+local KEYS = {"forward", "backward", "left", "right", "jump", "aux1", "sneak", "zoom", "dig",
+	"place", "drop", "inventory", "slot_1", "slot_2", "slot_3", "slot_4", "slot_5", "slot_6",
+	"slot_7", "slot_8", "slot_9"}
 
 local link = assert(socket.tcp())
 link:settimeout(conf.connect_timeout)

@@ -1,0 +1,403 @@
+"""``LuantiCraftEnv``: a Craft task played in the real Luanti engine (``backend="luanti"``).
+
+The same constructor, spaces, ``info`` keys and task metadata as ``CraftEnv`` (``env.py``), but
+the world, the task's rules and the agent's body live in a headless Luanti 5.6 server
+(``server.LuantiServer``) running the task as a Lua mod, as Craftium does (Malagón, Ceberio,
+Lozano, ICML 2025). ``CraftEnv(task, backend="luanti")`` (or ``"minetest"``) makes one, and so
+does ``omnigym.make("Craft/Room-v0", backend="luanti")``.
+
+Per step the raw action becomes the keys of the step's first and later frames and the camera
+turn per frame (Craftium's mouse formula, as in the embedded engine); the bridge runs the frames
+with the fixed frame time ``1 / fps_max`` and the task's Lua callbacks after each, and answers
+with the body's state, the task's reward and termination, the entities near the body and, when
+it changed, the voxel region around it. Frames are drawn by omnigym's ray-caster from that
+region and those entities, so both backends share their observation spaces; ``voxels`` and
+``info["voxel_obs"]`` hold Luanti's own content ids (Craftium's), which differ from the
+embedded engine's published ids.
+
+The server starts on the first ``reset`` and is reused by later resets (a soft reset: the task
+mod's reset code runs; Craftium's ``get_soft_reset``); a server that died is replaced by the
+next ``reset``, after its ``step`` raised ``LuantiError`` with the log. ``options={
+"minetest_conf": {...}}`` that changes the configuration restarts the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from omnigym.envs.craft.actions import KEY_ACTIONS, check_raw_action
+from omnigym.envs.craft.engine import IGNORE, crop_voxels, node_at
+from omnigym.envs.craft.env import (
+    ENGINE_CONF,
+    ENTITY_ROWS,
+    CraftEnv,
+    zeros_view,
+)
+from omnigym.envs.craft.luanti.server import TASK_MODS, LuantiError, LuantiServer, decode_region
+from omnigym.envs.craft.render import Renderer
+from omnigym.envs.craft.tasks.base import shared_materials
+
+LUANTI_BACKENDS = ("luanti", "minetest")
+HELD = frozenset(("forward", "backward", "left", "right", "dig"))
+"""Keys held on every frame of a step (Craftium's frameskip semantics); others fire once."""
+DEFAULT_AREA = (-48, -16, -48, 47, 47, 47)
+RECENTER = 8
+REFRESH_STEPS = 100
+INVISIBLE_DRAWTYPES = frozenset(("airlike",))
+ENTITY_COLOR = (200, 60, 60)
+
+
+def _name_color(name: str) -> tuple[int, int, int]:
+    """A fixed colour for a node or entity with none in omnigym's tables (from its name)."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return tuple(64 + b % 160 for b in digest[:3])
+
+
+class LuantiCraftEnv(CraftEnv):
+    """A Craft task in a Luanti server (``docs/craft.md``, "Backends").
+
+    Takes ``CraftEnv``'s arguments, and:
+
+    Args:
+        task_mod: a task mod folder to run instead of the task's own (``Craft/LuaTask-v0``
+            needs one): a Craftium-style ``init.lua`` with its ``mod.conf``.
+        area: node box ``(x1, y1, z1, x2, y2, z2)`` the server generates and keeps loaded
+            (default: the task's, else ``DEFAULT_AREA``).
+        spawn: where a new body appears before the task places it (default: the task's, else
+            the origin's column top).
+        engine_step: seconds of frames served between two of the engine's own steps
+            (entities and timers run then); 0.05 is ten frames at ``fps_max=200``.
+        timeout: seconds to wait for the server to start and for each reply.
+        minetest_conf: the task's parameters and ``ENGINE_CONF`` keys as for ``CraftEnv``; every
+            key is also written into the server's ``minetest.conf``.
+    """
+
+    def __init__(
+        self,
+        task: str = "ChopTree",
+        *args: Any,
+        task_mod: str | Path | None = None,
+        area: tuple[int, ...] | None = None,
+        spawn: tuple[float, float, float] | None = None,
+        engine_step: float = 0.05,
+        timeout: float = 60.0,
+        minetest_conf: Mapping[str, Any] | None = None,
+        backend: str = "luanti",
+        **kwargs: Any,
+    ):
+        if backend not in LUANTI_BACKENDS:
+            raise ValueError(f"LuantiCraftEnv's backend must be one of {LUANTI_BACKENDS}")
+        if minetest_conf is not None and not isinstance(minetest_conf, Mapping):
+            raise ValueError(f"minetest_conf must be a dict, got {minetest_conf!r}")
+        self._server_conf = {str(k): v for k, v in (minetest_conf or {}).items()}
+        from omnigym.envs.craft.tasks.base import task_table
+
+        params = set((task_table().get(task, {}) or {}).get("params") or {})
+        kept = {k: v for k, v in self._server_conf.items() if k in ENGINE_CONF or k in params}
+        super().__init__(task, *args, minetest_conf=kept, **kwargs)
+        spec = dict(self.task.table.get("luanti") or {})
+        if task_mod is None and "mod" not in spec:
+            raise ValueError(f"task {task!r} needs task_mod=<folder of a Lua task mod>")
+        self.task_mod = Path(task_mod) if task_mod is not None else TASK_MODS / spec["mod"]
+        if not (self.task_mod / "init.lua").is_file():
+            raise ValueError(f"task_mod {self.task_mod} has no init.lua")
+        self.area = tuple(int(v) for v in (area if area is not None else spec.get("area", DEFAULT_AREA)))
+        if len(self.area) != 6 or any(a > b for a, b in zip(self.area[:3], self.area[3:], strict=True)):
+            raise ValueError(f"area must be (x1, y1, z1, x2, y2, z2) with x1 <= x2 ..., got {area!r}")
+        self.spawn = tuple(float(v) for v in (spawn if spawn is not None else spec.get("spawn", (0, 0, 0))))
+        if not isinstance(engine_step, numbers.Real) or not engine_step >= 0:
+            raise ValueError(f"engine_step must be a non-negative number, got {engine_step!r}")
+        if not isinstance(timeout, numbers.Real) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number, got {timeout!r}")
+        self.engine_step = float(engine_step)
+        self.timeout = float(timeout)
+        self._task_settings = dict(spec.get("settings") or {})
+        self._server: LuantiServer | None = None
+        self._server_key: Any = None
+        self._renderer: Renderer | None = None
+        self._state: dict[str, Any] = {}
+        self._region: dict[str, np.ndarray] | None = None
+        self._turns: dict[tuple[float, float], tuple[float, float]] = {}
+        self.backend = "luanti"
+
+    # ---- server -----------------------------------------------------------------------------
+
+    def _bridge_settings(self) -> dict[str, Any]:
+        config = self.config
+        hx, h, hz = config.box
+        view = int(math.ceil(self.render_options.view_distance))
+        rx, ry, rz = self.radii
+        return {
+            "connect_timeout": self.timeout,
+            "area": list(self.area),
+            "spawn": list(self.spawn),
+            "region": [max(view, rx), max(view // 2, ry), max(view, rz)],
+            "recenter": RECENTER,
+            "refresh": REFRESH_STEPS,
+            "entity_radius": float(view),
+            "engine_step": self.engine_step,
+            "dt": config.dt,
+            "walk": config.walk_speed,
+            "crouch": config.crouch_speed,
+            "fast": config.fast_speed,
+            "fast_move": config.fast_move,
+            "accel_ground": config.accel_ground,
+            "accel_air": config.accel_air,
+            "gravity": config.gravity,
+            "jump": config.jump_speed,
+            "hx": hx / 2,
+            "h": h,
+            "hz": hz / 2,
+            "step": config.step_height,
+            "air_step": config.air_step_height,
+            "eye": config.eye_height,
+            "range": config.interaction_range,
+            "hp_max": config.hp_max,
+            "fall_tolerance": config.fall_tolerance,
+            "fall_per_speed": config.fall_damage_per_speed,
+            "pitch_limit": config.pitch_limit,
+            "enable_damage": self.sim.enable_damage,
+            "time_of_day": self.task.time_of_day(self.sim),
+        }
+
+    def _ensure_server(self, conf: dict[str, Any]) -> LuantiServer:
+        key = tuple(sorted((k, repr(v)) for k, v in conf.items()))
+        if self._server is not None and (not self._server.alive or key != self._server_key):
+            self._server.close()
+            self._server = None
+        if self._server is None:
+            self._server = LuantiServer(
+                self.task_mod,
+                self._bridge_settings(),
+                {**self._task_settings, **conf},
+                timeout=self.timeout,
+            )
+            self._server_key = key
+            self._renderer = self._make_renderer(self._server.hello["nodes"])
+        return self._server
+
+    def _make_renderer(self, nodes: Mapping[str, Any]) -> Renderer:
+        """A renderer whose colour table is indexed by this server's content ids: omnigym's
+        colour where the node has one, a colour from its name otherwise."""
+        materials = shared_materials()
+        size = max(int(entry[0]) for entry in nodes.values()) + 1
+        size = max(size, IGNORE + 1)
+        colors = np.zeros((size, 3), dtype=np.uint8)
+        visible = np.zeros(size, dtype=bool)
+        for name, (cid, drawtype, _walkable) in nodes.items():
+            cid = int(cid)
+            colors[cid] = materials[name].color if name in materials else _name_color(name)
+            visible[cid] = drawtype not in INVISIBLE_DRAWTYPES and name not in ("air", "ignore")
+        return Renderer(colors, visible, self.render_options)
+
+    @property
+    def server(self) -> LuantiServer | None:
+        """The running server (None before the first reset and after ``close``)."""
+        return self._server
+
+    # ---- gymnasium API ----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        gym.Env.reset(self, seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"minetest_conf"})
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; valid: minetest_conf")
+        conf = dict(self._server_conf)
+        episode_conf = options.get("minetest_conf")
+        if episode_conf is not None:
+            if not isinstance(episode_conf, Mapping):
+                raise ValueError(f"options['minetest_conf'] must be a dict, got {episode_conf!r}")
+            conf.update({str(k): v for k, v in episode_conf.items()})
+        server = self._ensure_server(conf)
+        lua_seed = int(self.np_random.integers(2**31 - 1))
+        self._region = None
+        self._receive(*server.request(f"reset {lua_seed}"))
+        self._steps = 0
+        self._return = 0.0
+        self._done = False
+        obs = self._observe()
+        info = self._info()
+        if self.render_mode == "human":
+            self.render()
+        return obs, info
+
+    def step(self, action: Any):
+        if self._done:
+            raise RuntimeError(
+                f"{self._name}: call reset() before step() (the episode is over or not started)"
+            )
+        raw = check_raw_action(action, self._name)
+        server = self._server
+        if server is None or not server.alive:
+            self._done = True
+            raise (server.failure("the server is not running") if server else LuantiError(
+                f"{self._name}: no Luanti server (reset first)"
+            ))
+        dyaw, dpitch = self._camera(raw["mouse"])
+        first = "".join("1" if raw[key] else "0" for key in KEY_ACTIONS)
+        held = "".join("1" if raw[key] and key in HELD else "0" for key in KEY_ACTIONS)
+        try:
+            reply = server.request(f"step {self.frameskip} {dyaw!r} {dpitch!r} {first} {held}")
+        except LuantiError:
+            self._done = True
+            raise
+        self._receive(*reply)
+        state = self._state
+        reward = float(state["reward"])
+        terminated = bool(state["terminated"])
+        self._steps += 1
+        self._return += reward
+        truncated = not terminated and self._steps >= self.max_timesteps
+        self._done = terminated or truncated
+        obs = self._observe()
+        info = self._info()
+        if self._done:
+            info.update(self._final_info(terminated))
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, terminated, bool(truncated), info
+
+    def _camera(self, mouse: np.ndarray) -> tuple[float, float]:
+        key = (float(mouse[0]), float(mouse[1]))
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = self.sim.camera_turn(*key)
+        return turn
+
+    def _receive(self, header: dict[str, Any], blob: bytes) -> None:
+        self._state = header
+        if header.get("region") is not None:
+            region = decode_region(header["region"], blob)
+            region["top_row"] = self._renderer.top_row(region["content"])
+            region["heights"] = self._renderer.column_heights(region["content"])
+            region["zyx"] = {
+                key: np.ascontiguousarray(region[key].transpose(2, 1, 0))
+                for key in ("content", "light", "param2")
+            }
+            self._region = region
+
+    def _final_info(self, terminated: bool) -> dict[str, Any]:
+        state = self._state
+        success = state.get("success")
+        if success is None:
+            success = terminated and bool(state["alive"])
+        return {
+            "success": bool(success),
+            "normalized_score": self.task.normalized_score(self._return),
+            "metrics": {
+                "damage_taken": float(state["damage_taken"]),
+                "distance": float(state["distance"]),
+                "min_y": float(state["min_y"]),
+            },
+        }
+
+    # ---- observations -----------------------------------------------------------------------
+
+    @property
+    def position(self) -> np.ndarray:
+        return np.array(self._state["pos"], dtype=np.float64)
+
+    def _frame(self) -> np.ndarray:
+        state, region = self._state, self._region
+        eye = self.position + np.array([0.0, self.config.eye_height, 0.0])
+        return self._renderer.render(
+            region["content"],
+            eye,
+            float(state["yaw"]),
+            float(state["pitch"]),
+            entities=self._entity_boxes(),
+            light=region["light"],
+            origin=tuple(region["origin"]),
+            top_row=region["top_row"],
+            heights=region["heights"],
+        )
+
+    def _entity_boxes(self) -> np.ndarray | None:
+        rows = self._state.get("entities") or []
+        if not rows:
+            return None
+        boxes = np.empty((len(rows), 9))
+        for out, (x, y, z, hx, hy, hz, name) in zip(boxes, rows, strict=True):
+            out[:] = (x, y, z, hx, hy, hz, *_name_color(str(name)))
+        return boxes
+
+    def _entity_rows(self) -> np.ndarray:
+        out = np.zeros((ENTITY_ROWS, 6), dtype=np.float32)
+        rows = self._state.get("entities") or []
+        if not rows:
+            return out
+        deltas = np.array([row[:3] for row in rows], dtype=np.float64) - self.position
+        order = np.argsort(np.einsum("ij,ij->i", deltas, deltas), kind="stable")[:ENTITY_ROWS]
+        out[: len(order), 0] = -1.0  # kind: an engine entity (omnigym's kind ids do not apply)
+        out[: len(order), 1:4] = deltas[order]
+        out[: len(order), 5] = 1.0
+        return out
+
+    def _crop(self, key: str, fill: int) -> np.ndarray:
+        region = self._region
+        return crop_voxels(
+            region["zyx"][key], node_at(self.position), self.radii, region["origin"], fill
+        )
+
+    def _observe(self):
+        frame = None
+        if self.obs_mode != "voxels" or self.render_mode is not None:
+            frame = self._frame()
+            self._last_frame = frame
+        if self.obs_mode == "rgb":
+            return frame
+        state = self._state
+        player = np.array(
+            [
+                *state["vel"],
+                state["yaw"],
+                state["pitch"],
+                state["hp"],
+                state["slot"],
+                float(state["on_ground"]),
+                state["time_of_day"],
+            ],
+            dtype=np.float32,
+        )
+        obs = {
+            "voxels": self._crop("content", IGNORE),
+            "entities": self._entity_rows(),
+            "player": player,
+        }
+        if self.obs_mode == "both":
+            obs["rgb"] = frame
+        return obs
+
+    def player_info(self, viewer: int) -> dict[str, Any]:
+        state = self._state
+        if self.enable_voxel_obs:
+            voxel_obs = np.empty(self.voxel_info_shape, dtype=np.uint32)
+            voxel_obs[..., 0] = self._crop("content", IGNORE)
+            voxel_obs[..., 1] = self._crop("light", 0)
+            voxel_obs[..., 2] = self._crop("param2", 0)
+        else:
+            voxel_obs = zeros_view(self.voxel_info_shape)
+        return {
+            "voxel_obs": voxel_obs,
+            "player_pos": np.array(state["pos"], dtype=np.float32),
+            "player_vel": np.array(state["vel"], dtype=np.float32),
+            "player_pitch": float(state["pitch"]),
+            "player_yaw": float(state["yaw"]),
+            "mt_dtime": self.mt_dtime,
+            "task": dict(state.get("info") or {}),
+        }
+
+    def close(self):
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        super().close()
