@@ -196,6 +196,10 @@ class CraftEnv(gym.Env):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         task_type = task_class(task)
+        if backend not in task_type.backends:
+            raise ValueError(
+                f"task {task} runs only with backend in {task_type.backends}, got {backend!r}"
+            )
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

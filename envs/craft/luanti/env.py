@@ -32,6 +32,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from omnigym.envs.craft.actions import KEY_ACTIONS, check_raw_action
 from omnigym.envs.craft.engine import IGNORE, crop_voxels, node_at
@@ -102,17 +103,25 @@ class LuantiCraftEnv(CraftEnv):
 
         params = set((task_table().get(task, {}) or {}).get("params") or {})
         kept = {k: v for k, v in self._server_conf.items() if k in ENGINE_CONF or k in params}
-        super().__init__(task, *args, minetest_conf=kept, **kwargs)
+        super().__init__(task, *args, minetest_conf=kept, backend=backend, **kwargs)
         spec = dict(self.task.table.get("luanti") or {})
         if task_mod is None and "mod" not in spec:
             raise ValueError(f"task {task!r} needs task_mod=<folder of a Lua task mod>")
         self.task_mod = Path(task_mod) if task_mod is not None else TASK_MODS / spec["mod"]
         if not (self.task_mod / "init.lua").is_file():
             raise ValueError(f"task_mod {self.task_mod} has no init.lua")
-        self.area = tuple(int(v) for v in (area if area is not None else spec.get("area", DEFAULT_AREA)))
-        if len(self.area) != 6 or any(a > b for a, b in zip(self.area[:3], self.area[3:], strict=True)):
-            raise ValueError(f"area must be (x1, y1, z1, x2, y2, z2) with x1 <= x2 ..., got {area!r}")
-        self.spawn = tuple(float(v) for v in (spawn if spawn is not None else spec.get("spawn", (0, 0, 0))))
+        self.area = tuple(
+            int(v) for v in (area if area is not None else spec.get("area", DEFAULT_AREA))
+        )
+        if len(self.area) != 6 or any(
+            a > b for a, b in zip(self.area[:3], self.area[3:], strict=True)
+        ):
+            raise ValueError(
+                f"area must be (x1, y1, z1, x2, y2, z2) with x1 <= x2 ..., got {area!r}"
+            )
+        self.spawn = tuple(
+            float(v) for v in (spawn if spawn is not None else spec.get("spawn", (0, 0, 0)))
+        )
         if not isinstance(engine_step, numbers.Real) or not engine_step >= 0:
             raise ValueError(f"engine_step must be a non-negative number, got {engine_step!r}")
         if not isinstance(timeout, numbers.Real) or not timeout > 0:
@@ -239,9 +248,11 @@ class LuantiCraftEnv(CraftEnv):
         server = self._server
         if server is None or not server.alive:
             self._done = True
-            raise (server.failure("the server is not running") if server else LuantiError(
-                f"{self._name}: no Luanti server (reset first)"
-            ))
+            raise (
+                server.failure("the server is not running")
+                if server
+                else LuantiError(f"{self._name}: no Luanti server (reset first)")
+            )
         dyaw, dpitch = self._camera(raw["mouse"])
         first = "".join("1" if raw[key] else "0" for key in KEY_ACTIONS)
         held = "".join("1" if raw[key] and key in HELD else "0" for key in KEY_ACTIONS)
@@ -401,3 +412,29 @@ class LuantiCraftEnv(CraftEnv):
         if server is not None:
             server.close()
         super().close()
+
+
+def luanti_vector_env(
+    task: str,
+    num_envs: int = 1,
+    *,
+    actions: list[str] | None = None,
+    mouse_mov: float | None = None,
+    autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    copy: bool = True,
+    render_threads: int = 1,
+    max_episode_steps: int | None = None,
+    **env_kwargs: Any,
+) -> SyncVectorEnv:
+    """``num_envs`` Luanti envs of ``task`` in a ``SyncVectorEnv`` (what ``CraftVectorEnv``
+    makes for ``backend="luanti"``); each env starts its own server on its first reset.
+    ``render_threads`` is accepted for ``CraftVectorEnv``'s signature and unused."""
+    from omnigym.envs.craft.env import make_task_env
+
+    if max_episode_steps is not None:
+        env_kwargs.setdefault("max_timesteps", max_episode_steps)
+
+    def make() -> gym.Env:
+        return make_task_env(task, actions, mouse_mov, **env_kwargs)
+
+    return SyncVectorEnv([make] * num_envs, copy=copy, autoreset_mode=AutoresetMode(autoreset_mode))

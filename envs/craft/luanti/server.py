@@ -20,7 +20,6 @@ lines of the server log.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import shutil
 import socket
@@ -46,6 +45,8 @@ INSTALL_HINT = (
     "run `make luanti` (as root: apt-get install minetest-server minetest-data lua-socket)"
 )
 LOG_LINES = 30
+STOP_SECONDS = 5.0
+"""How long a server that was asked to shut down may take before it is killed."""
 
 BASE_CONF = {
     "bind_address": "127.0.0.1",
@@ -85,7 +86,9 @@ def find_server() -> str:
     if not (GAMES_DIR / "minetest_game").is_dir():
         raise LuantiMissing(f"minetest_game (package minetest-data) is missing: {INSTALL_HINT}")
     if not any(Path(p).is_file() for p in _LUASOCKET_PATHS):
-        raise LuantiMissing(f"LuaSocket for Lua 5.1 (package lua-socket) is missing: {INSTALL_HINT}")
+        raise LuantiMissing(
+            f"LuaSocket for Lua 5.1 (package lua-socket) is missing: {INSTALL_HINT}"
+        )
     return found
 
 
@@ -159,19 +162,21 @@ def conf_lines(conf: Mapping[str, Any]) -> str:
 
 def _stop(process: subprocess.Popen, link: socket.socket | None, folder: str) -> None:
     """Ends the server (politely, then by SIGKILL) and removes its folder; safe to repeat."""
+    polite = False
     if link is not None:
         try:
             link.sendall(b"close\n")
+            polite = True
         except OSError:
             pass
         link.close()
     if process.poll() is None:
         try:
-            process.wait(timeout=5)
+            process.wait(timeout=STOP_SECONDS if polite else 0)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    os.environ.get("KEEP") or shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class LuantiServer:
@@ -200,7 +205,9 @@ class LuantiServer:
         mods = world / "worldmods"
         mods.mkdir(parents=True)
         for mod in (MODS / "omnigym_bridge", MODS / "voxel_api", task_mod):
-            shutil.copytree(mod, mods / _mod_name(mod), ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                mod, mods / _mod_name(mod), ignore=shutil.ignore_patterns("__pycache__")
+            )
         (world / "world.mt").write_text(
             "gameid = minetest_game\nbackend = dummy\nplayer_backend = dummy\n"
             "auth_backend = files\nmod_storage_backend = files\n"
@@ -231,12 +238,17 @@ class LuantiServer:
             cwd=self.folder,
         )
         self.link: socket.socket | None = None
+        self._reader = None
         self._finalizer = weakref.finalize(self, _stop, self.process, None, self.folder)
-        self.link = self._accept()
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _stop, self.process, self.link, self.folder)
-        self._reader = self.link.makefile("rb")
-        self.hello, _ = self.receive()
+        try:
+            self.link = self._accept()
+            self._reader = self.link.makefile("rb")
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, _stop, self.process, self.link, self.folder)
+            self.hello, _ = self.receive()
+        except BaseException:
+            self.close()
+            raise
 
     # ---- link -------------------------------------------------------------------------------
 
@@ -251,7 +263,9 @@ class LuantiServer:
                 except TimeoutError:
                     waited += 0.25
                     if self.process.poll() is not None:
-                        raise self.failure("the server exited before its bridge connected")
+                        raise self.failure(
+                            "the server exited before its bridge connected"
+                        ) from None
                     if waited >= self.timeout:
                         raise self.failure(
                             f"the bridge did not connect within {self.timeout:g} s"
@@ -312,8 +326,9 @@ class LuantiServer:
         """Stops the server and removes its world; later calls do nothing."""
         link, self.link = self.link, None
         self._finalizer.detach()
-        if link is not None:
+        if self._reader is not None:
             self._reader.close()
+            self._reader = None
         _stop(self.process, link, self.folder)
         self._log.close()
 

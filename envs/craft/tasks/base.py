@@ -86,6 +86,8 @@ class Task:
     width: ClassVar[int] = 64
     height: ClassVar[int] = 64
     fov: ClassVar[float] = 72.0
+    backends: ClassVar[tuple[str, ...]] = ("embedded", "luanti", "minetest")
+    """The ``CraftEnv`` backends that can run the task."""
 
     def __init__(self, conf: Mapping[str, Any] | None = None, n_players: int = 1):
         table = task_table()[self.name]
