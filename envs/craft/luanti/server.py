@@ -20,6 +20,7 @@ lines of the server log.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import socket
@@ -45,6 +46,8 @@ INSTALL_HINT = (
     "run `make luanti` (as root: apt-get install minetest-server minetest-data lua-socket)"
 )
 LOG_LINES = 30
+FATAL_LOG_MARK = b"ERROR[Main]: ServerError"
+"""What Luanti logs when an error stops its main loop."""
 STOP_SECONDS = 5.0
 """How long a server that was asked to shut down may take before it is killed."""
 
@@ -58,6 +61,7 @@ BASE_CONF = {
     "dedicated_server_step": "0.001",
     "max_forceloaded_blocks": "4096",
     "active_block_range": "1",
+    "active_block_mgmt_interval": "0.05",
     "server_unload_unused_data_timeout": "1000000",
     "enable_mod_channels": "false",
     "debug_log_level": "action",
@@ -230,6 +234,7 @@ class LuantiServer:
         conf_path.write_text(conf_lines(settings))
         self.log_path = Path(self.folder) / "server.log"
         self._log = self.log_path.open("wb")
+        self._log_checked = 0
         self.process = _LAUNCHER.popen(
             [executable, "--config", str(conf_path), "--world", str(world)],
             stdin=subprocess.DEVNULL,
@@ -315,12 +320,42 @@ class LuantiServer:
             json_len, blob_len = (int(word) for word in header.split())
             body = self._reader.read(json_len + blob_len)
         except TimeoutError:
-            raise self.failure(f"the bridge did not answer within {self.timeout:g} s") from None
+            error = self.failure(f"the bridge did not answer within {self.timeout:g} s")
+            self._end()
+            raise error from None
         except (OSError, ValueError) as error:
             raise self.failure(f"the link failed ({error!r})") from None
         if len(body) != json_len + blob_len:
             raise self.failure("the server closed the link mid-reply (crashed?)")
-        return json.loads(body[:json_len]), body[json_len:]
+        reply = json.loads(body[:json_len])
+        if "error" in reply:
+            error = self.failure(f"Lua error: {reply['error']}")
+            self._end()
+            raise error
+        self._check_log()
+        return reply, body[json_len:]
+
+    def _check_log(self) -> None:
+        """Raises when the log has grown by an engine error: an error the engine catches
+        (in an entity's callback, say) stops its main loop but not the step that serves the
+        bridge, so the link alone would not show it."""
+        size = os.fstat(self._log.fileno()).st_size
+        if size == self._log_checked:
+            return
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_checked)
+            new = log.read(size - self._log_checked)
+        self._log_checked = size
+        if FATAL_LOG_MARK in new:
+            error = self.failure("the engine stopped on an error")
+            self._end()
+            raise error
+
+    def _end(self) -> None:
+        """Kills the server after a failure (the log stays until ``close``)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
     def close(self) -> None:
         """Stops the server and removes its world; later calls do nothing."""

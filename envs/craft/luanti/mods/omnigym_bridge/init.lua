@@ -12,7 +12,8 @@
 -- later frames. An observation is a line "<json bytes> <blob bytes>", the JSON, then the blob:
 -- the voxel region around the body (content ids as little-endian uint16, then light, then
 -- param2, one byte each, laid out z, y, x), deflate-compressed, present when the region moved
--- or a node changed since the last one sent.
+-- or a node changed since the last one sent. A Lua error while serving a command is answered
+-- with {"error": traceback}, and the server shuts down.
 --
 -- The callbacks a task mod registers (globalsteps, join and die callbacks) are taken over after
 -- all mods have loaded and run by this mod with the fixed frame time, once per frame.
@@ -174,13 +175,26 @@ local function serve()
 			return false
 		end
 		local words = line:split(" ")
-		if words[1] == "step" then
-			local frames = tonumber(words[2])
-			step(frames, tonumber(words[3]), tonumber(words[4]), words[5], words[6])
-			elapsed = elapsed + frames * conf.dt
-		elseif words[1] == "reset" then
-			reset(tonumber(words[2]))
-			return true
+		if words[1] == "step" or words[1] == "reset" then
+			local ok, failure = xpcall(function()
+				if words[1] == "reset" then
+					reset(tonumber(words[2]))
+				else
+					step(tonumber(words[2]), tonumber(words[3]), tonumber(words[4]), words[5], words[6])
+				end
+			end, debug.traceback)
+			if not ok then
+				-- A task (or bridge) error: tell Python, log it, and end the server.
+				minetest.log("error", "omnigym_bridge: " .. failure)
+				send({error = failure})
+				link:close()
+				minetest.request_shutdown("omnigym: Lua error")
+				return false
+			end
+			if words[1] == "reset" then
+				return true
+			end
+			elapsed = elapsed + tonumber(words[2]) * conf.dt
 		elseif words[1] == "close" then
 			link:close()
 			minetest.request_shutdown("omnigym: closed")

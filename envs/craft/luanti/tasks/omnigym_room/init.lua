@@ -3,7 +3,9 @@
 -- coordinates as omnigym's embedded tasks (envs/craft/tasks/room.py): walls of stonebrick, a
 -- stone floor whose top face is at y = 5.5, roofless and lit by the sun. Reward -1 per step; the
 -- episode ends when the horizontal squared distance from the agent to the target node's centre
--- is below the room's threshold.
+-- is below the room's threshold. The settings omnigym_room_spawn ("x,y,z") and
+-- omnigym_room_target ("x,z") fix the spawn point and the target instead of drawing them (the
+-- backend equivalence test places both engines' episodes alike with them).
 local ROOMS = {
 	Room = {
 		x = {-13, 4}, z = {-24, -1}, floor = 5, height = 5, threshold = 5.0,
@@ -22,6 +24,19 @@ local ROOMS = {
 }
 local room = assert(ROOMS[minetest.settings:get("omnigym_room") or "Room"], "unknown room")
 local target, built
+
+local function fixed(setting)
+	local text = minetest.settings:get(setting)
+	if not text then
+		return nil
+	end
+	local values = {}
+	for word in text:gmatch("[^,]+") do
+		values[#values + 1] = assert(tonumber(word), setting .. " must be numbers: " .. text)
+	end
+	return values
+end
+local fixed_spawn, fixed_target = fixed("omnigym_room_spawn"), fixed("omnigym_room_target")
 
 function rand(lower, greater)
 	return lower + math.random() * (greater - lower)
@@ -57,7 +72,11 @@ local function reset_environment(player)
 	if not built then
 		build()
 	end
-	player:set_pos(room.spawn())
+	local spawn = room.spawn()
+	if fixed_spawn then
+		spawn = {x = fixed_spawn[1], y = fixed_spawn[2], z = fixed_spawn[3]}
+	end
+	player:set_pos(spawn)
 	player:set_look_horizontal(0)
 	player:set_look_vertical(0)
 	if target then
@@ -65,6 +84,9 @@ local function reset_environment(player)
 	end
 	target = vector.round({x = rand(unpack(room.target_x)), y = room.floor + 1,
 		z = rand(unpack(room.target_z))})
+	if fixed_target then
+		target = vector.round({x = fixed_target[1], y = room.floor + 1, z = fixed_target[2]})
+	end
 	minetest.set_node(target, {name = "default:coral_orange"})
 	omnigym.set_info("target", {target.x, target.y, target.z})
 end

@@ -1,0 +1,242 @@
+"""The Luanti backend: Craft tasks in a real Luanti 5.6 server (``envs/craft/luanti``).
+
+Skipped where Debian's packages are missing (``make luanti`` installs them; CI does). Servers are
+shared within the module where a test does not need its own: each start costs about 3 s.
+"""
+
+import gc
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import omnigym
+from omnigym.agents.craft.room import RoomScripted
+from omnigym.envs.craft.env import CraftEnv
+from omnigym.envs.craft.luanti import server as luanti_server
+from omnigym.envs.craft.luanti.env import LuantiCraftEnv
+from omnigym.envs.craft.luanti.server import LuantiError, LuantiMissing
+from omnigym.processes import start_time
+
+from ..kills import running
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_MOD = ROOT / "docs" / "craft_task_mod"
+needs_luanti = pytest.mark.skipif(
+    not luanti_server.available(),
+    reason="Luanti is not installed: run `make luanti` (Debian's minetest-server, minetest-data "
+    "and lua-socket)",
+)
+
+
+def _episode(env, agent, seed):
+    obs, info = env.reset(seed=seed)
+    steps, done = 0, False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+        steps += 1
+        done = terminated or truncated
+    return steps, info
+
+
+def _write_mod(folder: Path, name: str, body: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "mod.conf").write_text(f"name = {name}\n")
+    (folder / "init.lua").write_text(textwrap.dedent(body))
+    return folder
+
+
+def test_missing_engine_names_make_luanti(monkeypatch):
+    monkeypatch.setattr(luanti_server, "SERVER_PATHS", ("no-such-minetestserver",))
+    env = omnigym.make("Craft/Room-v0", backend="luanti")
+    with pytest.raises(LuantiMissing, match="make luanti"):
+        env.reset(seed=0)
+    env.close()
+
+
+def test_backend_names_are_checked_and_minetest_is_an_alias():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        CraftEnv("Room", backend="unreal")
+    env = CraftEnv("Room", backend="minetest")
+    assert isinstance(env, LuantiCraftEnv)
+    env.close()
+    with pytest.raises(ValueError, match="task_mod"):
+        CraftEnv("Speleo", backend="luanti")
+
+
+@needs_luanti
+def test_room_passes_check_env_and_the_scripted_agent_succeeds_on_both_rooms():
+    env = omnigym.make("Craft/Room-v0", backend="luanti")
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space == omnigym.make("Craft/Room-v0").observation_space
+    agent = RoomScripted(env)
+    for seed in (0, 1):
+        steps, info = _episode(env, agent, seed)
+        assert info["success"] and steps < 400
+        assert info["normalized_score"] > 50
+    env.close()
+    small = omnigym.make("Craft/SmallRoom-v0", backend="luanti")
+    steps, info = _episode(small, RoomScripted(small), 0)
+    assert info["success"] and steps < 200
+    small.close()
+
+
+@needs_luanti
+def test_the_same_actions_reach_the_target_in_both_engines():
+    embedded = omnigym.make("Craft/Room-v0")
+    agent = RoomScripted(embedded)
+    obs, info = embedded.reset(seed=5)
+    spawn = embedded.unwrapped.sim.avatars[0].player.position.copy()
+    target = info["task"]["target"]
+    actions, done = [], False
+    while not done:
+        actions.append(agent.act(obs, info))
+        obs, _, terminated, truncated, info = embedded.step(actions[-1])
+        done = terminated or truncated
+    assert terminated
+    end = info["player_pos"]
+
+    conf = {
+        "omnigym_room_spawn": ",".join(repr(float(v)) for v in spawn),
+        "omnigym_room_target": f"{target[0]},{target[2]}",
+    }
+    env = omnigym.make("Craft/Room-v0", backend="luanti", minetest_conf=conf)
+    _, info = env.reset(seed=5)
+    np.testing.assert_allclose(info["player_pos"], spawn, atol=1e-4)
+    assert tuple(info["task"]["target"]) == tuple(target)
+    steps = 0
+    for action in actions:
+        _, _, terminated, _, info = env.step(action)
+        steps += 1
+        if terminated:
+            break
+    env.close()
+    # The bridge runs the embedded engine's physics frame, so the body follows the same path.
+    assert terminated and abs(steps - len(actions)) <= 2
+    np.testing.assert_allclose(info["player_pos"], end, atol=0.05)
+
+
+@needs_luanti
+def test_a_user_task_mod_runs_through_lua_task_v0():
+    env = omnigym.make("Craft/LuaTask-v0", task_mod=EXAMPLE_MOD)
+    dig = 1 + list(env.unwrapped.task.actions).index("dig")
+    _, info = env.reset(seed=0)
+    assert info["task"] == {"dug": 0}
+    rewards = [env.step(dig)[1] for _ in range(120)]
+    assert sum(rewards) == 1.0 and rewards.count(1.0) == 1
+    _, info = env.reset()  # a soft reset rebuilds the pillar
+    assert info["task"] == {"dug": 0}
+    env.close()
+
+
+@needs_luanti
+def test_two_envs_in_a_vector_env_run_two_servers():
+    import gymnasium
+
+    vector = gymnasium.make_vec("Craft/SmallRoom-v0", num_envs=2, backend="luanti")
+    obs, _ = vector.reset(seed=0)
+    assert obs.shape == (2, 64, 64, 3)
+    vector.step(np.array([1, 2]))
+    servers = [env.unwrapped.server for env in vector.envs]
+    assert servers[0].port != servers[1].port
+    processes = [server.process for server in servers]
+    vector.close()
+    assert all(process.poll() is not None for process in processes)
+
+
+@needs_luanti
+def test_a_silent_bridge_raises_with_the_port_and_the_log(tmp_path):
+    mod = _write_mod(
+        tmp_path / "stall",
+        "stall",
+        """
+        minetest.register_on_joinplayer(function()
+            local start = os.clock()
+            while os.clock() - start < 60 do end
+        end)
+        """,
+    )
+    env = omnigym.make("Craft/LuaTask-v0", task_mod=mod, timeout=3.0)
+    with pytest.raises(LuantiError, match=r"port \d+.*did not answer within 3 s") as error:
+        env.reset(seed=0)
+    assert "Last lines of" in str(error.value)
+    env.close()
+
+
+@needs_luanti
+def test_a_crash_raises_on_the_next_step_with_the_log_and_reset_starts_a_new_server(tmp_path):
+    mod = _write_mod(
+        tmp_path / "crash",
+        "crash",
+        """
+        local calls = 0
+        minetest.register_globalstep(function()
+            calls = calls + 1
+            if calls == 4 then
+                error("boom from the task mod")
+            end
+        end)
+        """,
+    )
+    env = omnigym.make("Craft/LuaTask-v0", task_mod=mod, timeout=10.0)
+    env.reset(seed=0)
+    first = env.unwrapped.server.process
+    with pytest.raises(LuantiError, match="boom from the task mod"):
+        for _ in range(5):
+            env.step(0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    env.reset(seed=1)  # a new server: the mod's counter starts again
+    assert env.unwrapped.server.process is not first and first.poll() is not None
+    env.step(0)
+    env.unwrapped.server.process.kill()  # a server killed from outside
+    with pytest.raises(LuantiError, match="exit status"):
+        env.step(0)
+    env.close()
+
+
+@needs_luanti
+def test_close_and_garbage_collection_end_the_server_and_remove_the_world():
+    env = omnigym.make("Craft/LuaTask-v0")
+    env.reset(seed=0)
+    server = env.unwrapped.server
+    folder, process = Path(server.folder), server.process
+    env.close()
+    assert process.poll() is not None and not folder.exists()
+    env = omnigym.make("Craft/LuaTask-v0")
+    env.reset(seed=0)
+    server = env.unwrapped.server
+    folder, process = Path(server.folder), server.process
+    del env, server
+    gc.collect()
+    assert process.wait(timeout=10) is not None and not folder.exists()
+
+
+@needs_luanti
+def test_no_server_outlives_a_killed_python_process():
+    code = (
+        "import omnigym, sys; env = omnigym.make('Craft/LuaTask-v0'); env.reset(seed=0);"
+        " print(env.unwrapped.server.process.pid, flush=True); sys.stdin.read()"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pid = int(process.stdout.readline())
+        started = start_time(pid)
+        assert running(pid, started)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while running(pid, started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(pid, started)
+    finally:
+        process.kill()
+        process.wait()
