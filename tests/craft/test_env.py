@@ -275,9 +275,9 @@ def test_unknown_task_and_unknown_kwarg_are_named():
         CraftEnv("SmallRoom", colour_depth=8)
 
 
-def test_minetest_backend_is_not_available_yet():
-    with pytest.raises(ValueError, match=r"backend='minetest' is not available yet"):
-        CraftEnv("SmallRoom", backend="minetest")
+def test_an_unknown_backend_is_named():
+    with pytest.raises(ValueError, match=r"backend must be one of .*'unreal'"):
+        CraftEnv("SmallRoom", backend="unreal")
 
 
 def test_engine_process_kwargs_are_accepted_and_ignored():
