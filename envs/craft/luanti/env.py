@@ -39,10 +39,17 @@ from omnigym.envs.craft.engine import IGNORE, crop_voxels, node_at
 from omnigym.envs.craft.env import (
     ENGINE_CONF,
     ENTITY_ROWS,
+    WORLDS,
     CraftEnv,
     zeros_view,
 )
-from omnigym.envs.craft.luanti.server import TASK_MODS, LuantiError, LuantiServer, decode_region
+from omnigym.envs.craft.luanti.server import (
+    TASK_MODS,
+    LuantiError,
+    LuantiServer,
+    decode_region,
+    encode_world,
+)
 from omnigym.envs.craft.render import Renderer
 from omnigym.envs.craft.tasks.base import shared_materials
 
@@ -50,6 +57,9 @@ LUANTI_BACKENDS = ("luanti", "minetest")
 HELD = frozenset(("forward", "backward", "left", "right", "dig"))
 """Keys held on every frame of a step (Craftium's frameskip semantics); others fire once."""
 DEFAULT_AREA = (-48, -16, -48, 47, 47, 47)
+WORLD_FILE = "omnigym_world.bin"
+WORLD_MARGIN = 8
+"""Nodes of generated (empty) map kept loaded around an exported world."""
 RECENTER = 8
 REFRESH_STEPS = 100
 INVISIBLE_DRAWTYPES = frozenset(("airlike",))
@@ -129,6 +139,7 @@ class LuantiCraftEnv(CraftEnv):
         self.engine_step = float(engine_step)
         self.timeout = float(timeout)
         self._task_settings = dict(spec.get("settings") or {})
+        self._exports_world = spec.get("world") == "embedded"
         self._server: LuantiServer | None = None
         self._server_key: Any = None
         self._renderer: Renderer | None = None
@@ -183,11 +194,21 @@ class LuantiCraftEnv(CraftEnv):
             self._server.close()
             self._server = None
         if self._server is None:
+            settings, files = self._bridge_settings(), {}
+            if self._exports_world:
+                world = WORLDS.get(self.task, self.map_seed)
+                header, files[WORLD_FILE] = encode_world(world)
+                settings["world"] = {**header, "file": WORLD_FILE}
+                settings["task"] = self.task.luanti_data(world)
+                lo, hi = world.bounds
+                settings["area"] = [*(lo - WORLD_MARGIN).tolist(), *(hi + WORLD_MARGIN).tolist()]
+                settings["spawn"] = settings["task"].get("spawn", settings["spawn"])
             self._server = LuantiServer(
                 self.task_mod,
-                self._bridge_settings(),
+                settings,
                 {**self._task_settings, **conf},
                 timeout=self.timeout,
+                files=files,
             )
             self._server_key = key
             self._renderer = self._make_renderer(self._server.hello["nodes"])

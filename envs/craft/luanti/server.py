@@ -191,6 +191,7 @@ class LuantiServer:
         bridge: the bridge's settings (``omnigym.json``: area, spawn, region, physics, ...).
         conf: extra ``minetest.conf`` entries (the task's, then the user's ``minetest_conf``).
         timeout: seconds to wait for the bridge's hello and for each reply.
+        files: more files for the world folder, by name (an exported world).
     """
 
     def __init__(
@@ -199,6 +200,7 @@ class LuantiServer:
         bridge: Mapping[str, Any],
         conf: Mapping[str, Any] | None = None,
         timeout: float = 60.0,
+        files: Mapping[str, bytes] | None = None,
     ):
         executable = find_server()
         task_mod = Path(task_mod)
@@ -212,6 +214,9 @@ class LuantiServer:
             shutil.copytree(
                 mod, mods / _mod_name(mod), ignore=shutil.ignore_patterns("__pycache__")
             )
+        _load_after_bridge(mods / self.task_mod_name / "mod.conf")
+        for name, data in (files or {}).items():
+            (world / name).write_bytes(data)
         (world / "world.mt").write_text(
             "gameid = minetest_game\nbackend = dummy\nplayer_backend = dummy\n"
             "auth_backend = files\nmod_storage_backend = files\n"
@@ -384,6 +389,35 @@ def decode_region(header: Mapping[str, Any], blob: bytes) -> dict[str, np.ndarra
         "param2": np.ascontiguousarray(param2.transpose(2, 1, 0)),
         "origin": np.array(header["min"], dtype=np.int64),
     }
+
+
+def encode_world(world: Any) -> tuple[dict[str, Any], bytes]:
+    """An embedded engine ``World`` for the bridge's ``omnigym.load_world``: its header (origin,
+    size, node-name palette) and blob (palette indices as little-endian uint16, then param2, one
+    byte each, laid out z, y, x; zlib-compressed)."""
+    ids, index = np.unique(world.content.transpose(2, 1, 0), return_inverse=True)
+    palette = [world.materials.name(int(cid)) for cid in ids]
+    raw = index.astype("<u2").tobytes() + world.param2.transpose(2, 1, 0).astype(np.uint8).tobytes()
+    header = {
+        "origin": [int(v) for v in world.origin],
+        "size": [int(v) for v in world.shape],
+        "palette": palette,
+    }
+    return header, zlib.compress(raw)
+
+
+def _load_after_bridge(conf: Path) -> None:
+    """Makes the (copied) task mod load after the bridge, so that Craftium's globals and
+    ``omnigym`` exist while its ``init.lua`` runs."""
+    lines = conf.read_text().splitlines() if conf.is_file() else [f"name = {conf.parent.name}"]
+    for i, line in enumerate(lines):
+        key, _, value = line.partition("=")
+        if key.strip() == "optional_depends":
+            lines[i] = f"optional_depends = {value.strip()}, omnigym_bridge"
+            break
+    else:
+        lines.append("optional_depends = omnigym_bridge")
+    conf.write_text("\n".join(lines) + "\n")
 
 
 def _mod_name(folder: Path) -> str:

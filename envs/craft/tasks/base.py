@@ -126,6 +126,11 @@ class Task:
         """Clears the per-episode counters (called by the environment before ``reset``)."""
         self.rewards = np.zeros(self.n_players)
 
+    def luanti_data(self, world: World) -> dict[str, Any]:
+        """What the task's Lua mod reads as ``omnigym.conf.task`` under the Luanti backend
+        (spawn point, tools, entities), given the pristine world; nothing by default."""
+        return {}
+
     # ---- rules ------------------------------------------------------------------------------
 
     def frame(self, sim: CraftSim, events: list[FrameEvents]) -> bool:

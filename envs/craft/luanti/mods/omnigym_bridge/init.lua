@@ -37,6 +37,45 @@ dofile(modpath .. "/craftium.lua")
 local agent = dofile(modpath .. "/agent.lua")
 local observe = dofile(modpath .. "/observe.lua")
 
+-- Writes the world Python exported from the embedded engine (conf.world: origin, size, palette;
+-- the file: palette indices as little-endian uint16, then param2 bytes, z, y, x order, zlib),
+-- so that a task runs on the very map its embedded twin builds. Lit as Luanti lights it.
+function omnigym.load_world()
+	local meta = assert(conf.world, "omnigym.load_world: this task exported no world")
+	local file = assert(io.open(minetest.get_worldpath() .. "/" .. meta.file, "rb"))
+	local raw = minetest.decompress(file:read("*a"), "deflate")
+	file:close()
+	local ids = {}
+	for i, name in ipairs(meta.palette) do
+		ids[i - 1] = minetest.get_content_id(name)
+	end
+	local o, n = meta.origin, meta.size
+	local p1 = vector.new(o[1], o[2], o[3])
+	local p2 = vector.new(o[1] + n[1] - 1, o[2] + n[2] - 1, o[3] + n[3] - 1)
+	local vm = minetest.get_voxel_manip()
+	local emin, emax = vm:read_from_map(p1, p2)
+	local area = VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+	local data, param2 = vm:get_data(), vm:get_param2_data()
+	local count = n[1] * n[2] * n[3]
+	local byte = string.byte
+	local k = 0
+	for z = p1.z, p2.z do
+		for y = p1.y, p2.y do
+			local i = area:index(p1.x, y, z)
+			for _ = 1, n[1] do
+				local lo, hi = byte(raw, 2 * k + 1, 2 * k + 2)
+				data[i] = ids[lo + 256 * hi]
+				param2[i] = byte(raw, 2 * count + k + 1)
+				k = k + 1
+				i = i + 1
+			end
+		end
+	end
+	vm:set_data(data)
+	vm:set_param2_data(param2)
+	vm:write_to_map(true)
+end
+
 -- Craftium's key order (omnigym's actions.KEY_ACTIONS).
 local KEYS = {"forward", "backward", "left", "right", "jump", "aux1", "sneak", "zoom", "dig",
 	"place", "drop", "inventory", "slot_1", "slot_2", "slot_3", "slot_4", "slot_5", "slot_6",
