@@ -238,3 +238,31 @@ def test_no_server_outlives_a_killed_python_process():
     finally:
         process.kill()
         process.wait()
+
+
+def _voxel_names(env, info):
+    """The node names of ``info["voxel_obs"]`` (Luanti's content ids or the embedded engine's)."""
+    ids = info["voxel_obs"][..., 0]
+    base = env.unwrapped
+    if isinstance(base, LuantiCraftEnv):
+        names = {int(entry[0]): name for name, entry in base.server.hello["nodes"].items()}
+    else:
+        names = {int(cid): base.task.materials.name(int(cid)) for cid in np.unique(ids)}
+    return np.vectorize(names.get)(ids)
+
+
+@needs_luanti
+@pytest.mark.parametrize("env_id", ["Craft/ProcDungeons-v0", "Craft/ChopTree-v0"])
+def test_exported_worlds_are_the_embedded_engines_node_for_node(env_id):
+    kwargs = {"enable_voxel_obs": True, "voxel_obs_rx": 6, "voxel_obs_ry": 4, "voxel_obs_rz": 6}
+    embedded = omnigym.make(env_id, **kwargs)
+    _, expected = embedded.reset(seed=0)
+    env = omnigym.make(env_id, backend="luanti", **kwargs)
+    _, info = env.reset(seed=0)
+    np.testing.assert_allclose(info["player_pos"], expected["player_pos"])
+    assert info["task"] == expected["task"]
+    names, inside = _voxel_names(env, info), _voxel_names(embedded, expected)
+    world = inside != "ignore"  # beyond the embedded grid, Luanti's map is empty air
+    assert world.sum() > 100
+    np.testing.assert_array_equal(names[world], inside[world])
+    env.close()

@@ -358,8 +358,8 @@ class LuantiCraftEnv(CraftEnv):
         if not rows:
             return None
         boxes = np.empty((len(rows), 9))
-        for out, (x, y, z, hx, hy, hz, name) in zip(boxes, rows, strict=True):
-            out[:] = (x, y, z, hx, hy, hz, *_name_color(str(name)))
+        for out, (x, y, z, hx, hy, hz, name, *color) in zip(boxes, rows, strict=True):
+            out[:] = (x, y, z, hx, hy, hz, *(color[0] if color else _name_color(str(name))))
         return boxes
 
     def _entity_rows(self) -> np.ndarray:

@@ -178,6 +178,7 @@ class ProcDungeonsTask(Task):
                         for stat in ("hp", "damage", "speed", "reach", "view_range")
                     },
                     "attack_interval": kind.attack_interval,
+                    "color": list(kind.color),
                 }
             )
         return {
@@ -185,6 +186,7 @@ class ProcDungeonsTask(Task):
             "sword": SWORD,
             "objectives": [_standing(cell).tolist() for cell in dungeon.objectives],
             "objective_item": conf["objective_item"],
+            "objective_color": list(self.table["objective"]["color"]),
             "monsters": monsters,
             "rwd_objective": conf["rwd_objective"],
             "rwd_kill_monster": conf["rwd_kill_monster"],

@@ -57,8 +57,9 @@ function observe.node_table()
 	return nodes
 end
 
--- Nearby entities other than the body: {x, y, z, half x, half y, half z, name} rows, the
--- centre and half-sizes of their collision boxes.
+-- Nearby entities other than the body: {x, y, z, half x, half y, half z, name, colour} rows,
+-- the centre and half-sizes of their collision boxes; the colour is the entity's
+-- omnigym_color field ({r, g, b}) when it has one, so a task can choose how it is drawn.
 function observe.entities(agent)
 	local rows = {}
 	local pos = agent:get_pos()
@@ -71,6 +72,7 @@ function observe.entities(agent)
 				p.x + (box[1] + box[4]) / 2, p.y + (box[2] + box[5]) / 2, p.z + (box[3] + box[6]) / 2,
 				(box[4] - box[1]) / 2, (box[5] - box[2]) / 2, (box[6] - box[3]) / 2,
 				entity and entity.name or "player",
+				entity and entity.omnigym_color or nil,
 			}
 		end
 	end
