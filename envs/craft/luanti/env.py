@@ -12,8 +12,9 @@ with the fixed frame time ``1 / fps_max`` and the task's Lua callbacks after eac
 with the body's state, the task's reward and termination, the entities near the body and, when
 it changed, the voxel region around it. Frames are drawn by omnigym's ray-caster from that
 region and those entities, so both backends share their observation spaces; ``voxels`` and
-``info["voxel_obs"]`` hold Luanti's own content ids (Craftium's), which differ from the
-embedded engine's published ids.
+``info["voxel_obs"]`` hold omnigym's published content ids (``data/materials.yaml``), mapped
+from the server's by node name (``unknown``, 125, for nodes omnigym's table lacks), so the same
+world gives the same voxels on both backends.
 
 The server starts on the first ``reset`` and is reused by later resets (a soft reset: the task
 mod's reset code runs; Craftium's ``get_soft_reset``); a server that died is replaced by the
@@ -35,7 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from omnigym.envs.craft.actions import KEY_ACTIONS, check_raw_action
-from omnigym.envs.craft.engine import IGNORE, crop_voxels, node_at
+from omnigym.envs.craft.engine import AIR, IGNORE, UNKNOWN, crop_voxels, node_at
 from omnigym.envs.craft.env import (
     ENGINE_CONF,
     ENTITY_ROWS,
@@ -212,6 +213,7 @@ class LuantiCraftEnv(CraftEnv):
             )
             self._server_key = key
             self._renderer = self._make_renderer(self._server.hello["nodes"])
+            self._ids = self._id_table(self._server.hello["nodes"])
         return self._server
 
     def _make_renderer(self, nodes: Mapping[str, Any]) -> Renderer:
@@ -227,6 +229,20 @@ class LuantiCraftEnv(CraftEnv):
             colors[cid] = materials[name].color if name in materials else _name_color(name)
             visible[cid] = drawtype not in INVISIBLE_DRAWTYPES and name not in ("air", "ignore")
         return Renderer(colors, visible, self.render_options)
+
+    @staticmethod
+    def _id_table(nodes: Mapping[str, Any]) -> np.ndarray:
+        """This server's content id → omnigym's published id of the same node name (``unknown``
+        for a node omnigym's table lacks), so voxel observations mean the same on both
+        backends."""
+        materials = shared_materials()
+        size = max(max(int(entry[0]) for entry in nodes.values()) + 1, IGNORE + 1)
+        table = np.full(size, UNKNOWN, dtype=np.uint16)
+        for name, entry in nodes.items():
+            if name in materials:
+                table[int(entry[0])] = materials.id(name)
+        table[[AIR, IGNORE]] = (AIR, IGNORE)
+        return table
 
     @property
     def server(self) -> LuantiServer | None:
@@ -315,6 +331,7 @@ class LuantiCraftEnv(CraftEnv):
                 key: np.ascontiguousarray(region[key].transpose(2, 1, 0))
                 for key in ("content", "light", "param2")
             }
+            region["zyx"]["ids"] = self._ids[region["zyx"]["content"]]
             self._region = region
 
     def _final_info(self, terminated: bool) -> dict[str, Any]:
@@ -401,7 +418,7 @@ class LuantiCraftEnv(CraftEnv):
             dtype=np.float32,
         )
         obs = {
-            "voxels": self._crop("content", IGNORE),
+            "voxels": self._crop("ids", IGNORE),
             "entities": self._entity_rows(),
             "player": player,
         }
@@ -413,7 +430,7 @@ class LuantiCraftEnv(CraftEnv):
         state = self._state
         if self.enable_voxel_obs:
             voxel_obs = np.empty(self.voxel_info_shape, dtype=np.uint32)
-            voxel_obs[..., 0] = self._crop("content", IGNORE)
+            voxel_obs[..., 0] = self._crop("ids", IGNORE)
             voxel_obs[..., 1] = self._crop("light", 0)
             voxel_obs[..., 2] = self._crop("param2", 0)
         else:
