@@ -64,6 +64,7 @@ test: $(STAMP) stockfish luanti
 bench: $(STAMP) stockfish luanti
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
 	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
+	$(BIN)/python benchmarks/craft_luanti_speed.py --out benchmarks/results/craft_luanti.json
 	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
 	$(BIN)/python benchmarks/safe_datasets.py > benchmarks/results/safe_datasets.json
 	$(BIN)/python benchmarks/safe_train.py > benchmarks/results/safe_train.json
