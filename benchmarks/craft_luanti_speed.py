@@ -95,7 +95,7 @@ def main() -> None:
                 luanti["steps_per_s"] / CRAFTIUM_DEFAULT_STEPS_PER_S
             )
     result = {
-        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "seconds_per_case": args.seconds,
@@ -107,16 +107,6 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":

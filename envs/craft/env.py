@@ -378,6 +378,18 @@ class CraftEnv(gym.Env):
         self.sim.load_world(WORLDS.get(self.task, map_seed))
         self.task.begin_episode()
         self.sim.reset(self.np_random)
+        return self._begin_episode()
+
+    def step(self, action: Any):
+        raw = self._check_action(action)
+        self.sim.step([raw], self.frameskip)
+        rewards, terminated = self.task.end_step(self.sim)
+        return self._end_step(float(rewards[0]), bool(terminated))
+
+    # ---- what every backend's reset and step share ------------------------------------------
+
+    def _begin_episode(self):
+        """Clears the episode's counters; the reset's observation and info."""
         self._steps = 0
         self._return = 0.0
         self._done = False
@@ -387,15 +399,16 @@ class CraftEnv(gym.Env):
             self.render()
         return obs, info
 
-    def step(self, action: Any):
+    def _check_action(self, action: Any) -> dict[str, Any]:
+        """The complete raw action; ``RuntimeError`` when no episode is under way."""
         if self._done:
             raise RuntimeError(
                 f"{self._name}: call reset() before step() (the episode is over or not started)"
             )
-        raw = check_raw_action(action, self._name)
-        self.sim.step([raw], self.frameskip)
-        rewards, terminated = self.task.end_step(self.sim)
-        reward = float(rewards[0])
+        return check_raw_action(action, self._name)
+
+    def _end_step(self, reward: float, terminated: bool):
+        """Counts the step, truncates at ``max_timesteps``; the step's five-tuple."""
         self._steps += 1
         self._return += reward
         truncated = not terminated and self._steps >= self.max_timesteps
@@ -403,10 +416,13 @@ class CraftEnv(gym.Env):
         obs = self._observe()
         info = self._info()
         if self._done:
-            info.update(self.task.final_info(self.sim, self._return))
+            info.update(self._final_info(terminated))
         if self.render_mode == "human":
             self.render()
-        return obs, reward, bool(terminated), bool(truncated), info
+        return obs, reward, terminated, bool(truncated), info
+
+    def _final_info(self, terminated: bool) -> dict[str, Any]:
+        return self.task.final_info(self.sim, self._return)
 
     def _observe(self):
         frame = None

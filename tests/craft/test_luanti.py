@@ -122,6 +122,14 @@ def test_the_same_actions_reach_the_target_in_both_engines():
 
 
 @needs_luanti
+def test_lua_task_v0_runs_its_default_mod_which_the_room_walker_solves():
+    env = omnigym.make("Craft/LuaTask-v0")
+    steps, info = _episode(env, RoomScripted(env), seed=0)
+    assert info["success"] and info["normalized_score"] == 100.0 and steps < 200
+    env.close()
+
+
+@needs_luanti
 def test_a_user_task_mod_runs_through_lua_task_v0():
     env = omnigym.make("Craft/LuaTask-v0", task_mod=EXAMPLE_MOD)
     dig = 1 + list(env.unwrapped.task.actions).index("dig")

@@ -35,7 +35,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from omnigym.envs.craft.actions import KEY_ACTIONS, check_raw_action
+from omnigym.envs.craft.actions import KEY_ACTIONS
 from omnigym.envs.craft.engine import AIR, IGNORE, UNKNOWN, crop_voxels, node_at
 from omnigym.envs.craft.env import (
     ENGINE_CONF,
@@ -267,29 +267,16 @@ class LuantiCraftEnv(CraftEnv):
         lua_seed = int(self.np_random.integers(2**31 - 1))
         self._region = None
         self._receive(*server.request(f"reset {lua_seed}"))
-        self._steps = 0
-        self._return = 0.0
-        self._done = False
-        obs = self._observe()
-        info = self._info()
-        if self.render_mode == "human":
-            self.render()
-        return obs, info
+        return self._begin_episode()
 
     def step(self, action: Any):
-        if self._done:
-            raise RuntimeError(
-                f"{self._name}: call reset() before step() (the episode is over or not started)"
-            )
-        raw = check_raw_action(action, self._name)
+        raw = self._check_action(action)
         server = self._server
         if server is None or not server.alive:
             self._done = True
-            raise (
-                server.failure("the server is not running")
-                if server
-                else LuantiError(f"{self._name}: no Luanti server (reset first)")
-            )
+            if server is None:
+                raise LuantiError(f"{self._name}: no Luanti server (reset first)")
+            raise server.failure("the server is not running")
         dyaw, dpitch = self._camera(raw["mouse"])
         first = "".join("1" if raw[key] else "0" for key in KEY_ACTIONS)
         held = "".join("1" if raw[key] and key in HELD else "0" for key in KEY_ACTIONS)
@@ -299,20 +286,7 @@ class LuantiCraftEnv(CraftEnv):
             self._done = True
             raise
         self._receive(*reply)
-        state = self._state
-        reward = float(state["reward"])
-        terminated = bool(state["terminated"])
-        self._steps += 1
-        self._return += reward
-        truncated = not terminated and self._steps >= self.max_timesteps
-        self._done = terminated or truncated
-        obs = self._observe()
-        info = self._info()
-        if self._done:
-            info.update(self._final_info(terminated))
-        if self.render_mode == "human":
-            self.render()
-        return obs, reward, terminated, bool(truncated), info
+        return self._end_step(float(self._state["reward"]), bool(self._state["terminated"]))
 
     def _camera(self, mouse: np.ndarray) -> tuple[float, float]:
         key = (float(mouse[0]), float(mouse[1]))

@@ -49,3 +49,27 @@ end
 function omnigym.set_success(value)
 	state.success = value and true or false
 end
+
+-- The reset pattern of Craftium's task mods in one call, for tasks that want it: `reset(player)`
+-- runs when the agent first joins (at midday, time frozen by the server's time_speed = 0) and
+-- again on every soft reset, which it then acknowledges with reset_termination.
+function omnigym.on_reset(reset)
+	minetest.register_on_joinplayer(function(player)
+		minetest.set_timeofday(0.5)
+		reset(player)
+	end)
+	minetest.register_globalstep(function()
+		local player = minetest.get_connected_players()[1]
+		if player ~= nil and get_soft_reset() == 1 then
+			reset(player)
+			reset_termination()
+		end
+	end)
+end
+
+-- Ends the episode when the agent dies.
+function omnigym.end_on_death()
+	minetest.register_on_dieplayer(function()
+		set_termination()
+	end)
+end

@@ -16,10 +16,8 @@ local function reset_environment(player)
 	omnigym.set_info("trunks_dug", dug)
 end
 
-minetest.register_on_joinplayer(function(player)
-	minetest.set_timeofday(0.5)
-	reset_environment(player)
-end)
+omnigym.on_reset(reset_environment)
+omnigym.end_on_death()
 
 minetest.register_on_dignode(function(_, oldnode)
 	if string.find(oldnode.name, "tree") then
@@ -28,17 +26,5 @@ minetest.register_on_dignode(function(_, oldnode)
 		omnigym.set_success(true)
 		-- several trunks in one step add up; the reward falls back to 0 after the step
 		set_reward_once(get_reward() + 1.0, 0.0)
-	end
-end)
-
-minetest.register_on_dieplayer(function()
-	set_termination()
-end)
-
-minetest.register_globalstep(function()
-	local player = minetest.get_connected_players()[1]
-	if player ~= nil and get_soft_reset() == 1 then
-		reset_environment(player)
-		reset_termination()
 	end
 end)

@@ -125,19 +125,5 @@ local function reset_environment(player)
 	publish()
 end
 
-minetest.register_on_joinplayer(function(player)
-	minetest.set_timeofday(0.5)
-	reset_environment(player)
-end)
-
-minetest.register_on_dieplayer(function()
-	set_termination()
-end)
-
-minetest.register_globalstep(function()
-	local player = minetest.get_connected_players()[1]
-	if player ~= nil and get_soft_reset() == 1 then
-		reset_environment(player)
-		reset_termination()
-	end
-end)
+omnigym.on_reset(reset_environment)
+omnigym.end_on_death()

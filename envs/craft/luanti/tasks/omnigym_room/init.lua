@@ -91,19 +91,12 @@ local function reset_environment(player)
 	omnigym.set_info("target", {target.x, target.y, target.z})
 end
 
-minetest.register_on_joinplayer(function(player)
-	minetest.set_timeofday(0.5)
-	reset_environment(player)
-end)
+omnigym.on_reset(reset_environment)
 
 minetest.register_globalstep(function()
 	local player = minetest.get_connected_players()[1]
 	if player == nil then
 		return
-	end
-	if get_soft_reset() == 1 then
-		reset_environment(player)
-		reset_termination()
 	end
 	local pos = player:get_pos()
 	local distance2 = (target.x - pos.x) ^ 2 + (target.z - pos.z) ^ 2
