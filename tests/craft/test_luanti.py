@@ -6,10 +6,7 @@ shared within the module where a test does not need its own: each start costs ab
 
 import gc
 import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +20,8 @@ from omnigym.envs.craft.env import CraftEnv
 from omnigym.envs.craft.luanti import server as luanti_server
 from omnigym.envs.craft.luanti.env import LuantiCraftEnv
 from omnigym.envs.craft.luanti.server import LuantiError, LuantiMissing
-from omnigym.processes import start_time
 
-from ..kills import running
+from ..kills import kill_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MOD = ROOT / "docs" / "craft_task_mod"
@@ -226,27 +222,13 @@ def test_close_and_garbage_collection_end_the_server_and_remove_the_world():
 
 
 @needs_luanti
-def test_no_server_outlives_a_killed_python_process():
-    code = (
-        "import omnigym, sys; env = omnigym.make('Craft/LuaTask-v0'); env.reset(seed=0);"
-        " print(env.unwrapped.server.process.pid, flush=True); sys.stdin.read()"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        pid = int(process.stdout.readline())
-        started = start_time(pid)
-        assert running(pid, started)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while running(pid, started) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not running(pid, started)
-    finally:
-        process.kill()
-        process.wait()
+def test_no_server_outlives_a_killed_run(tmp_path):
+    out = tmp_path / "run"
+    args = ["eval", "Craft/LuaTask-v0", "--agent", "random", "--episodes", "40", "--workers", "1"]
+    killed = kill_run([*args, "--out", str(out)], out, signal.SIGKILL, episodes=0,
+                      ready="minetestserver")  # fmt: skip
+    servers = [pid for pid, command in killed.processes.items() if "minetestserver" in command]
+    assert servers and killed.left == {}
 
 
 @needs_luanti

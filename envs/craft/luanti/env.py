@@ -190,7 +190,7 @@ class LuantiCraftEnv(CraftEnv):
         }
 
     def _ensure_server(self, conf: dict[str, Any]) -> LuantiServer:
-        key = tuple(sorted((k, repr(v)) for k, v in conf.items()))
+        key = (repr(sorted(self.task.conf.items())), *sorted((k, repr(v)) for k, v in conf.items()))
         if self._server is not None and (not self._server.alive or key != self._server_key):
             self._server.close()
             self._server = None
@@ -263,7 +263,14 @@ class LuantiCraftEnv(CraftEnv):
             if not isinstance(episode_conf, Mapping):
                 raise ValueError(f"options['minetest_conf'] must be a dict, got {episode_conf!r}")
             conf.update({str(k): v for k, v in episode_conf.items()})
-        server = self._ensure_server(conf)
+        # The task's own parameters reach its mod through the exported world and luanti_data;
+        # every other key is a minetest.conf setting.
+        params = {**self.task.params, **{k: v for k, v in conf.items() if k in self.task.params}}
+        if params != self.task.conf:
+            self.task.conf = params
+            self.task.check_conf()
+        settings = {k: v for k, v in conf.items() if k not in self.task.params}
+        server = self._ensure_server(settings)
         lua_seed = int(self.np_random.integers(2**31 - 1))
         self._region = None
         self._receive(*server.request(f"reset {lua_seed}"))

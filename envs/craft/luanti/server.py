@@ -123,19 +123,24 @@ class _Launcher:
 
     def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="luanti", daemon=True)
+            if self._thread is None or not self._thread.is_alive():
+                # first use, or a child forked from a process that had one: start afresh
+                self._requests = queue.Queue()
+                self._thread = threading.Thread(
+                    target=self._serve, args=(self._requests,), name="luanti", daemon=True
+                )
                 self._thread.start()
+            requests = self._requests
         answer: queue.Queue = queue.Queue(maxsize=1)
-        self._requests.put((args, kwargs, answer))
+        requests.put((args, kwargs, answer))
         result = answer.get()
         if isinstance(result, BaseException):
             raise result
         return result
 
-    def _serve(self) -> None:
+    def _serve(self, requests: queue.Queue) -> None:
         while True:
-            args, kwargs, answer = self._requests.get()
+            args, kwargs, answer = requests.get()
             try:
                 answer.put(subprocess.Popen(*args, preexec_fn=die_with_parent, **kwargs))
             except BaseException as error:  # handed to the caller
@@ -143,6 +148,8 @@ class _Launcher:
 
 
 _LAUNCHER = _Launcher()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: setattr(_LAUNCHER, "_lock", threading.Lock()))
 
 
 def free_udp_port() -> int:
