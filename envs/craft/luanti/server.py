@@ -19,6 +19,7 @@ lines of the server log.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -48,6 +49,7 @@ INSTALL_HINT = (
 LOG_LINES = 30
 FATAL_LOG_MARK = b"ERROR[Main]: ServerError"
 """What Luanti logs when an error stops its main loop."""
+EXIT_WAIT_SECONDS = 2.0
 STOP_SECONDS = 5.0
 """How long a server that was asked to shut down may take before it is killed."""
 
@@ -293,8 +295,13 @@ class LuantiServer:
         link.settimeout(self.timeout)
         return link
 
-    def failure(self, what: str) -> LuantiError:
-        """A ``LuantiError`` for ``what``, with the port and the end of the server log."""
+    def failure(self, what: str, exiting: bool = False) -> LuantiError:
+        """A ``LuantiError`` for ``what``, with the port and the end of the server log;
+        ``exiting``: the server is going away (it closed the link), so its exit is awaited a
+        moment, for its status and last log lines."""
+        if exiting:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=EXIT_WAIT_SECONDS)
         self._log.flush()
         status = self.process.poll()
         state = "running" if status is None else f"exit status {status}"
@@ -328,7 +335,7 @@ class LuantiServer:
         try:
             header = self._reader.readline()
             if not header:
-                raise self.failure("the server closed the link (crashed?)")
+                raise self.failure("the server closed the link (crashed?)", exiting=True)
             json_len, blob_len = (int(word) for word in header.split())
             body = self._reader.read(json_len + blob_len)
         except TimeoutError:
@@ -338,7 +345,7 @@ class LuantiServer:
         except (OSError, ValueError) as error:
             raise self.failure(f"the link failed ({error!r})") from None
         if len(body) != json_len + blob_len:
-            raise self.failure("the server closed the link mid-reply (crashed?)")
+            raise self.failure("the server closed the link mid-reply (crashed?)", exiting=True)
         reply = json.loads(body[:json_len])
         if "error" in reply:
             error = self.failure(f"Lua error: {reply['error']}")
