@@ -139,6 +139,42 @@ def test_a_user_task_mod_runs_through_lua_task_v0():
 
 
 @needs_luanti
+def test_the_agent_punches_the_entity_in_front_once_per_punch_interval(tmp_path):
+    mod = _write_mod(
+        tmp_path / "punch",
+        "punch",
+        """
+        minetest.register_entity("punch:target", {
+            initial_properties = {physical = true, collisionbox = {-0.4, 0, -0.4, 0.4, 1.8, 0.4}},
+            on_punch = function()
+                set_reward_once(get_reward() + 1, 0)
+                return true
+            end,
+        })
+        omnigym.on_reset(function(player)
+            for x = -3, 3 do
+                for z = -3, 3 do
+                    minetest.set_node({x = x, y = 0, z = z}, {name = "default:stone"})
+                end
+            end
+            minetest.set_node({x = 0, y = 2, z = 3}, {name = "default:dirt"})
+            minetest.add_entity({x = 0, y = 0.5, z = 2}, "punch:target")
+            player:set_pos({x = 0, y = 0.5, z = 0})
+        end)
+        """,
+    )
+    env = omnigym.make("Craft/LuaTask-v0", task_mod=mod, obs_mode="voxels")
+    dig = 1 + list(env.unwrapped.task.actions).index("dig")
+    obs, _ = env.reset(seed=0)
+    assert obs["entities"][0, 5] == 1.0 and obs["entities"][0, 3] == pytest.approx(2.0, abs=0.01)
+    rewards = [env.step(dig)[1] for _ in range(200)]
+    # the bare hand punches every 0.9 s (180 frames); the dirt behind the target stays
+    assert [i for i, r in enumerate(rewards) if r] == [0, 180]
+    assert sum(rewards) == 2.0
+    env.close()
+
+
+@needs_luanti
 def test_two_envs_in_a_vector_env_run_two_servers():
     import gymnasium
 
