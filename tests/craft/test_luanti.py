@@ -112,9 +112,10 @@ def test_the_same_actions_reach_the_target_in_both_engines():
         if terminated:
             break
     env.close()
-    # The bridge runs the embedded engine's physics frame, so the body follows the same path.
-    assert terminated and abs(steps - len(actions)) <= 2
-    np.testing.assert_allclose(info["player_pos"], end, atol=0.05)
+    # The bridge runs the embedded engine's physics frame, so the body follows the same path
+    # (to the last float32 digit on seeds 0-4 here; docs/craft.md).
+    assert terminated and steps == len(actions)
+    np.testing.assert_allclose(info["player_pos"], end, atol=1e-3)
 
 
 @needs_luanti
