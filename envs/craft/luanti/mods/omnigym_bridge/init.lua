@@ -200,12 +200,13 @@ local function step(frames, dyaw, dpitch, first, held)
 	reply()
 end
 
--- Serves commands until conf.engine_step seconds of frames have run (or a reset), then lets the
--- engine take its own step: the engine waits tens of milliseconds for network packets between
--- its steps, so one engine step per frame would cap a run at about 30 steps per second.
+-- Serves commands (at least one) until conf.engine_step seconds of frames have run (or a
+-- reset), then lets the engine take its own step: the engine waits tens of milliseconds for
+-- network packets between its steps, so one engine step per frame would cap a run at about 30
+-- steps per second.
 local function serve()
 	local elapsed = 0
-	while elapsed < conf.engine_step do
+	repeat
 		local line, err = link:receive("*l")
 		if not line then
 			minetest.log("action", "omnigym_bridge: link closed (" .. tostring(err) .. "), shutting down")
@@ -241,7 +242,7 @@ local function serve()
 		else
 			error("omnigym_bridge: unknown command " .. line)
 		end
-	end
+	until elapsed >= conf.engine_step
 	return true
 end
 
