@@ -272,14 +272,16 @@ def test_no_server_outlives_a_killed_run(tmp_path):
 @pytest.mark.parametrize("env_id", ["Craft/ProcDungeons-v0", "Craft/ChopTree-v0"])
 def test_exported_worlds_are_the_embedded_engines_node_for_node(env_id):
     kwargs = {"enable_voxel_obs": True, "voxel_obs_rx": 6, "voxel_obs_ry": 4, "voxel_obs_rz": 6}
-    embedded = omnigym.make(env_id, **kwargs)
-    _, expected = embedded.reset(seed=0)
-    env = omnigym.make(env_id, backend="luanti", **kwargs)
-    _, info = env.reset(seed=0)
+    embedded = omnigym.make(env_id, obs_mode="voxels", **kwargs)
+    obs_expected, expected = embedded.reset(seed=0)
+    env = omnigym.make(env_id, backend="luanti", obs_mode="voxels", **kwargs)
+    obs, info = env.reset(seed=0)
+    inside = obs_expected["voxels"] != IGNORE  # beyond the embedded grid Luanti's map is air
+    assert inside.sum() > 100 and len(np.unique(obs_expected["voxels"][inside])) > 2
+    np.testing.assert_array_equal(obs["voxels"][inside], obs_expected["voxels"][inside])
+    np.testing.assert_array_equal(info["voxel_obs"][..., 0], obs["voxels"])
+    # entity rows (ProcDungeons' monster and objective): kind, offset from the feet, hp, valid
+    np.testing.assert_allclose(obs["entities"], obs_expected["entities"], atol=1e-5)
     np.testing.assert_allclose(info["player_pos"], expected["player_pos"])
     assert info["task"] == expected["task"]
-    ids, inside = info["voxel_obs"][..., 0], expected["voxel_obs"][..., 0]
-    world = inside != IGNORE  # beyond the embedded grid, Luanti's map is empty air
-    assert world.sum() > 100 and len(np.unique(inside[world])) > 2
-    np.testing.assert_array_equal(ids[world], inside[world])
     env.close()

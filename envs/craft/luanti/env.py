@@ -24,6 +24,7 @@ next ``reset``, after its ``step`` raised ``LuantiError`` with the log. ``option
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import numbers
@@ -37,6 +38,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from omnigym.envs.craft.actions import KEY_ACTIONS
 from omnigym.envs.craft.engine import AIR, IGNORE, UNKNOWN, crop_voxels, node_at
+from omnigym.envs.craft.entities import KindTable
 from omnigym.envs.craft.env import (
     ENGINE_CONF,
     ENTITY_ROWS,
@@ -65,6 +67,15 @@ RECENTER = 8
 REFRESH_STEPS = 100
 INVISIBLE_DRAWTYPES = frozenset(("airlike",))
 ENTITY_COLOR = (200, 60, 60)
+
+
+UNKNOWN_KIND = -1
+"""Kind id in entity rows of an engine entity that names no kind of ``data/mobs.yaml``."""
+
+
+@functools.cache
+def _kind_table() -> KindTable:
+    return KindTable.load()
 
 
 def _name_color(name: str) -> tuple[int, int, int]:
@@ -356,8 +367,8 @@ class LuantiCraftEnv(CraftEnv):
         if not rows:
             return None
         boxes = np.empty((len(rows), 9))
-        for out, (x, y, z, hx, hy, hz, name, *color) in zip(boxes, rows, strict=True):
-            out[:] = (x, y, z, hx, hy, hz, *(color[0] if color else _name_color(str(name))))
+        for out, (x, y, z, hx, hy, hz, name, color, *_) in zip(boxes, rows, strict=True):
+            out[:] = (x, y, z, hx, hy, hz, *(color or _name_color(str(name))))
         return boxes
 
     def _entity_rows(self) -> np.ndarray:
@@ -365,11 +376,17 @@ class LuantiCraftEnv(CraftEnv):
         rows = self._state.get("entities") or []
         if not rows:
             return out
-        deltas = np.array([row[:3] for row in rows], dtype=np.float64) - self.position
+        # as the embedded engine's rows: from the player's feet to the entity's (its box bottom)
+        feet = np.array([(x, y - hy, z) for x, y, z, _, hy, *_ in rows], dtype=np.float64)
+        deltas = feet - self.position
         order = np.argsort(np.einsum("ij,ij->i", deltas, deltas), kind="stable")[:ENTITY_ROWS]
-        out[: len(order), 0] = -1.0  # kind: an engine entity (omnigym's kind ids do not apply)
-        out[: len(order), 1:4] = deltas[order]
-        out[: len(order), 5] = 1.0
+        kinds = _kind_table()
+        for row, i in zip(out, order, strict=False):
+            kind, hp = rows[i][8], rows[i][9]
+            row[0] = kinds[kind].id if kind in kinds else UNKNOWN_KIND
+            row[1:4] = deltas[i]
+            row[4] = hp
+            row[5] = 1.0
         return out
 
     def _crop(self, key: str, fill: int) -> np.ndarray:

@@ -171,6 +171,7 @@ class ProcDungeonsTask(Task):
             kind = self.kinds[MONSTER_KINDS[tier]]
             monsters.append(
                 {
+                    "kind": kind.name,
                     "pos": _standing(cell).tolist(),
                     "size": list(kind.size),
                     **{

@@ -57,9 +57,11 @@ function observe.node_table()
 	return nodes
 end
 
--- Nearby entities other than the body: {x, y, z, half x, half y, half z, name, colour} rows,
--- the centre and half-sizes of their collision boxes; the colour is the entity's
--- omnigym_color field ({r, g, b}) when it has one, so a task can choose how it is drawn.
+-- Nearby entities other than the body: {x, y, z, half x, half y, half z, name, colour, kind,
+-- hp} rows, the centre and half-sizes of their collision boxes. A task chooses how an entity
+-- is drawn and observed through its Lua entity's fields: omnigym_color ({r, g, b}) and
+-- omnigym_kind (an entity kind of omnigym's mobs.yaml, such as "monster_a"); false where unset.
+-- hp is the entity's `hp` field, else the engine's.
 function observe.entities(agent)
 	local rows = {}
 	local pos = agent:get_pos()
@@ -72,7 +74,9 @@ function observe.entities(agent)
 				p.x + (box[1] + box[4]) / 2, p.y + (box[2] + box[5]) / 2, p.z + (box[3] + box[6]) / 2,
 				(box[4] - box[1]) / 2, (box[5] - box[2]) / 2, (box[6] - box[3]) / 2,
 				entity and entity.name or "player",
-				entity and entity.omnigym_color or nil,
+				entity and entity.omnigym_color or false,
+				entity and entity.omnigym_kind or false,
+				entity and entity.hp or object:get_hp(),
 			}
 		end
 	end

@@ -36,7 +36,7 @@ minetest.register_entity(MONSTER, {
 		self.object:set_properties({collisionbox = {-hw, 0, -hw, hw, h, hw}})
 		self.object:set_acceleration({x = 0, y = -GRAVITY, z = 0})
 		self.hp, self.cooldown = self.stats.hp, 0
-		self.omnigym_color = self.stats.color
+		self.omnigym_color, self.omnigym_kind = self.stats.color, self.stats.kind
 	end,
 	on_step = function(self, dtime)
 		local agent = minetest.get_connected_players()[1]
@@ -85,7 +85,7 @@ minetest.register_entity(OBJECTIVE, {
 		collisionbox = {-0.3, 0, -0.3, 0.3, 0.6, 0.3},
 	},
 	on_activate = function(self)
-		self.omnigym_color = data.objective_color
+		self.omnigym_color, self.omnigym_kind, self.hp = data.objective_color, "item", 1
 	end,
 	on_punch = function(self)
 		if not collected then
