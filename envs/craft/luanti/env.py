@@ -54,7 +54,7 @@ from omnigym.envs.craft.luanti.server import (
     encode_world,
 )
 from omnigym.envs.craft.render import Renderer
-from omnigym.envs.craft.tasks.base import shared_materials
+from omnigym.envs.craft.tasks.base import shared_materials, task_table
 
 LUANTI_BACKENDS = ("luanti", "minetest")
 HELD = frozenset(("forward", "backward", "left", "right", "dig"))
@@ -121,8 +121,6 @@ class LuantiCraftEnv(CraftEnv):
         if minetest_conf is not None and not isinstance(minetest_conf, Mapping):
             raise ValueError(f"minetest_conf must be a dict, got {minetest_conf!r}")
         self._server_conf = {str(k): v for k, v in (minetest_conf or {}).items()}
-        from omnigym.envs.craft.tasks.base import task_table
-
         params = set((task_table().get(task, {}) or {}).get("params") or {})
         kept = {k: v for k, v in self._server_conf.items() if k in ENGINE_CONF or k in params}
         super().__init__(task, *args, minetest_conf=kept, backend=backend, **kwargs)
