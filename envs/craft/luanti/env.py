@@ -66,9 +66,6 @@ WORLD_MARGIN = 8
 RECENTER = 8
 REFRESH_STEPS = 100
 INVISIBLE_DRAWTYPES = frozenset(("airlike",))
-ENTITY_COLOR = (200, 60, 60)
-
-
 UNKNOWN_KIND = -1
 """Kind id in entity rows of an engine entity that names no kind of ``data/mobs.yaml``."""
 
@@ -95,12 +92,12 @@ class LuantiCraftEnv(CraftEnv):
         area: node box ``(x1, y1, z1, x2, y2, z2)`` the server generates and keeps loaded
             (default: the task's, else ``DEFAULT_AREA``).
         spawn: where a new body appears before the task places it (default: the task's, else
-            the origin's column top).
+            the origin).
         engine_step: seconds of frames served between two of the engine's own steps
             (entities and timers run then); 0.05 is ten frames at ``fps_max=200``.
         timeout: seconds to wait for the server to start and for each reply.
         minetest_conf: the task's parameters and ``ENGINE_CONF`` keys as for ``CraftEnv``; every
-            key is also written into the server's ``minetest.conf``.
+            key but the task's parameters is also written into the server's ``minetest.conf``.
     """
 
     def __init__(
@@ -126,7 +123,10 @@ class LuantiCraftEnv(CraftEnv):
         super().__init__(task, *args, minetest_conf=kept, backend=backend, **kwargs)
         spec = dict(self.task.table.get("luanti") or {})
         if task_mod is None and "mod" not in spec:
-            raise ValueError(f"task {task!r} needs task_mod=<folder of a Lua task mod>")
+            raise ValueError(
+                f"task {task!r} has no Lua mod for the Luanti backend yet; "
+                "pass task_mod=<folder of a Lua task mod>"
+            )
         self.task_mod = Path(task_mod) if task_mod is not None else TASK_MODS / spec["mod"]
         if not (self.task_mod / "init.lua").is_file():
             raise ValueError(f"task_mod {self.task_mod} has no init.lua")
@@ -153,6 +153,7 @@ class LuantiCraftEnv(CraftEnv):
         self._server: LuantiServer | None = None
         self._server_key: Any = None
         self._renderer: Renderer | None = None
+        self._ids: np.ndarray | None = None
         self._state: dict[str, Any] = {}
         self._region: dict[str, np.ndarray] | None = None
         self._turns: dict[tuple[float, float], tuple[float, float]] = {}
