@@ -175,6 +175,40 @@ def test_the_agent_punches_the_entity_in_front_once_per_punch_interval(tmp_path)
     env.close()
 
 
+DUEL_MAP = "#####\n#####\n#####\n#####\n#####\n-\n#####\n# @ #\n# a #\n# O #\n#####"
+"""A floor, then the player facing a tier-a monster with the objective behind it (+z)."""
+
+
+def _duel(env):
+    """Sword the monster, look down at the objective, punch it: (kill step, return, info)."""
+    base = env.unwrapped
+    base.reset(seed=0)
+    total, kill_step, terminated = 0.0, None, False
+    for step in range(400):
+        _, reward, terminated, _, info = base.step({"dig": 1})
+        total += reward
+        if kill_step is None and info["task"]["kills"]:
+            kill_step = step
+        if kill_step is not None and info["player_pitch"] < 30:  # the objective's direction
+            _, reward, terminated, _, info = base.step({"mouse": np.array([0.0, -1.0])})
+            total += reward
+        if terminated:
+            break
+    return kill_step, total, info
+
+
+@needs_luanti
+def test_proc_dungeons_monster_and_objective_score_as_in_the_embedded_engine():
+    conf = {"ascii_map": DUEL_MAP}
+    expected = _duel(omnigym.make("Craft/ProcDungeons-v0", minetest_conf=conf))
+    env = omnigym.make("Craft/ProcDungeons-v0", backend="luanti", minetest_conf=conf)
+    kill_step, total, info = _duel(env)
+    env.close()
+    assert total == expected[1] == 10.5 and info["success"] and info["task"]["collected"]
+    # two sword punches 0.8 s apart (160 frames); the engine's punch may land a frame later
+    assert expected[0] == 160 and abs(kill_step - expected[0]) <= 1
+
+
 @needs_luanti
 def test_two_envs_in_a_vector_env_run_two_servers():
     import gymnasium
