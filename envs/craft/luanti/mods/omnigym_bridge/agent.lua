@@ -10,6 +10,8 @@ local agent = {name = "agent", object = false, meta = false}
 omnigym.agent = agent
 
 local BODY = "omnigym_bridge:agent"
+-- Tolerance of time comparisons: the engine keeps tool times as float32 (0.8 is 0.80000001).
+local TIME_EPS = 1e-6
 local INVENTORY = "omnigym_agent"
 local hx, h, hz = conf.hx, conf.h, conf.hz
 
@@ -166,7 +168,7 @@ function agent:dig_frame(dt)
 	if pointed and pointed.type == "object" then
 		self.dig.pos = nil
 		local interval = caps.full_punch_interval or 1
-		if self.time - self.last_punch + 1e-9 >= interval then
+		if self.time - self.last_punch + TIME_EPS >= interval then
 			pointed.ref:punch(self.object, self.time - self.last_punch, caps, self:get_look_dir())
 			self.last_punch = self.time
 		end
@@ -187,7 +189,7 @@ function agent:dig_frame(dt)
 		return
 	end
 	self.dig.elapsed = self.dig.elapsed + dt
-	if self.dig.elapsed + 1e-9 < params.time then
+	if self.dig.elapsed + TIME_EPS < params.time then
 		return
 	end
 	self.dig = {pos = nil, elapsed = 0}
