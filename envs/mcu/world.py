@@ -21,7 +21,13 @@ Departures, for a discrete and fast symbolic game:
   ``Player``'s integer ``hp``; the ``Player`` holds position, look and inventory (36 slots, each
   stack capped at its item's Minecraft stack size), with tool wear kept per slot beside it.
 - The world is a 41 × 24 × 41 arena of flat grass over dirt, stone and bedrock; its edge is the
-  engine's ``ignore``, an invisible wall. Init commands build each task's scene in it.
+  engine's ``ignore``, an invisible wall. Init commands build each task's scene in it. Biomes
+  are a per-column map (plains unless an init command marks a patch).
+- Water is a non-solid block the pointing ray passes through: the player sinks to the bottom of
+  a pool (no fall damage), and with the head under water loses breath (15 s, 60 ticks), then
+  1 hp every 4 ticks, unless water breathing is on. Mobs avoid water.
+- Fences (tag ``fence``) stand 1.5 nodes tall: neither mobs nor the player step up onto them.
+- Experience is kept in whole levels (``levels``), spent by enchanting and the anvil.
 """
 
 from __future__ import annotations
@@ -76,10 +82,18 @@ EFFECTS = (
     "resistance",
     "speed",
     "slowness",
+    "water_breathing",
+    "fire_resistance",
+    "invisibility",
+    "instant_health",
 )
 WEATHERS = ("clear", "rain", "thunder")
 INVENTORY_SLOTS = 36
 HUNGER_EVERY, REGEN_EVERY = 160, 16
+BREATH, DROWN_EVERY = 60, 4
+LEASH_SLACK = 2
+"""A leashed mob walks toward the player whenever it is farther than this (Chebyshev)."""
+BASE_BIOME = "plains"
 
 
 @dataclass
@@ -92,6 +106,10 @@ class MobState:
     uid: int
     cooldown: int = 0
     provoked: bool = False
+    tamed: bool = False
+    leashed: bool = False
+    trapped: bool = False
+    sheared: bool = False
 
     @property
     def hostile(self) -> bool:
@@ -129,6 +147,17 @@ class MCUWorld:
         self.log: list[str] = []
         self.acts: list[Act] = []
         self._next_uid = 0
+        self.levels = 0
+        self.air = BREATH
+        self.underwater_ticks = 0
+        self.brew_fuel = 0
+        self.powered: set[tuple[int, int, int]] = set()
+        self.enchantments: dict[int, tuple[str, ...]] = {}
+        self.names: dict[int, str] = {}
+        self.biome_names = (BASE_BIOME, *sorted(set(self.registry.biomes) - {BASE_BIOME}))
+        self.biomes = np.zeros((ARENA_SHAPE[0], ARENA_SHAPE[2]), dtype=np.int8)
+        self._water = self.registry.materials.id("water")
+        self._fences = frozenset(b.id for b in self.registry.blocks.values() if "fence" in b.tags)
 
     @property
     def position(self) -> tuple[int, int, int]:
@@ -154,8 +183,47 @@ class MCUWorld:
         return bool(self.registry.materials.walkable[self.grid.get(x, y, z)])
 
     def standable(self, x: int, y: int, z: int) -> bool:
-        """A body two nodes tall fits at ``(x, y, z)`` on solid ground."""
-        return not self.solid(x, y, z) and not self.solid(x, y + 1, z) and self.solid(x, y - 1, z)
+        """A body two nodes tall fits at ``(x, y, z)`` on solid ground that is not a fence."""
+        return (
+            not self.solid(x, y, z)
+            and not self.solid(x, y + 1, z)
+            and self.solid(x, y - 1, z)
+            and not self.fence(x, y - 1, z)
+        )
+
+    def fence(self, x: int, y: int, z: int) -> bool:
+        return self.grid.get(x, y, z) in self._fences
+
+    def water(self, x: int, y: int, z: int) -> bool:
+        return self.grid.get(x, y, z) == self._water
+
+    def underwater(self) -> bool:
+        x, y, z = self.position
+        return self.water(x, y + 1, z)
+
+    def biome(self) -> str:
+        return self.biome_at(self.position)
+
+    def biome_at(self, cell: tuple[int, int, int]) -> str:
+        ox, _, oz = ARENA_ORIGIN
+        return self.biome_names[self.biomes[cell[0] - ox, cell[2] - oz]]
+
+    def set_biome(self, lo: tuple[int, int], hi: tuple[int, int], name: str) -> None:
+        """Marks the columns from ``lo`` to ``hi`` (``(x, z)`` corners, clipped) as ``name``."""
+        ox, _, oz = ARENA_ORIGIN
+        (x0, x1), (z0, z1) = sorted((lo[0], hi[0])), sorted((lo[1], hi[1]))
+        x0, z0 = max(x0 - ox, 0), max(z0 - oz, 0)
+        self.biomes[x0 : x1 - ox + 1, z0 : z1 - oz + 1] = self.biome_names.index(name)
+
+    def ray_water(self) -> tuple[int, int, int] | None:
+        """The first water node along the look, before any pointable node."""
+        pointable = self.registry.materials.pointable
+        for cell in self.ray():
+            if self.water(*cell):
+                return cell
+            if pointable[self.grid.get(*cell)]:
+                return None
+        return None
 
     def ray(self) -> list[tuple[int, int, int]]:
         """Cells the current look reaches, nearest first."""
@@ -294,6 +362,7 @@ class MCUWorld:
             return True
         if (
             self.solid(nx, y, nz)
+            and not self.fence(nx, y, nz)
             and not self.solid(nx, y + 1, nz)
             and not self.solid(nx, y + 2, nz)
             and not self.solid(x, y + 2, z)
@@ -303,13 +372,14 @@ class MCUWorld:
         return False
 
     def fall(self) -> None:
+        """Drops to the ground; fall damage beyond 3 nodes, none when landing in water."""
         x, y, z = self.position
         start = y
         while not self.solid(x, y - 1, z):
             y -= 1
         if y != start:
             self.teleport((x, y, z))
-            if start - y > 3:
+            if start - y > 3 and not self.water(x, y, z):
                 self.hurt(start - y - 3, "fell")
 
     def dig(self, cell: tuple[int, int, int]) -> None:
@@ -405,6 +475,7 @@ class MCUWorld:
         self.effects = {name: left - 1 for name, left in self.effects.items() if left > 1}
         if self.ticks % HUNGER_EVERY == 0:
             self.hunger = max(0, self.hunger - 1)
+        self._breathe()
         if self.ticks % REGEN_EVERY == 0:
             if self.hunger >= 18 or "regeneration" in self.effects:
                 self.health = min(20.0, self.health + 1)
@@ -418,11 +489,28 @@ class MCUWorld:
                 self.log.append("you died")
                 return
 
+    def _breathe(self) -> None:
+        if not self.underwater():
+            self.air = BREATH
+            return
+        self.underwater_ticks += 1
+        if "water_breathing" in self.effects:
+            return
+        self.air = max(0, self.air - 1)
+        if self.air == 0 and self.ticks % DROWN_EVERY == 0:
+            self.hurt(1, "drowning")
+
     def _act(self, mob: MobState) -> None:
         mob.cooldown = max(0, mob.cooldown - 1)
         px, py, pz = self.position
         mx, my, mz = mob.position
         reach = max(abs(px - mx), abs(pz - mz))
+        if mob.trapped:
+            return
+        if mob.leashed:
+            if reach > LEASH_SLACK:
+                self._walk(mob, (px, pz))
+            return
         if mob.hostile and reach <= mob.kind.view:
             if reach <= mob.kind.reach and abs(py - my) <= 1:
                 if mob.cooldown == 0:
@@ -482,15 +570,3 @@ class MCUWorld:
     def cells_of(self, block: str, radius: int) -> list[tuple[int, int, int]]:
         """:meth:`found` as a list of node tuples."""
         return [(int(x), int(y), int(z)) for x, y, z in self.found(block, radius)]
-
-    def pillar_height(self) -> int:
-        """Height of the tallest vertical run of blocks the player placed."""
-        best = 0
-        for x, y, z in self.placed:
-            if (x, y - 1, z) in self.placed:
-                continue
-            run = 1
-            while (x, y + run, z) in self.placed:
-                run += 1
-            best = max(best, run)
-        return best

@@ -1,137 +1,31 @@
-"""Scripted oracles for MCU tasks: solvers that read the true world state and play commands.
-
-MCU (Zheng et al., ICML 2025; ``docs/mcu.md``) refines its LLM-written task configs by running
-them in the game; here every generated task names a solver (``oracle.solver`` in its file) and
-is kept only if the solver succeeds (:mod:`omnigym.envs.mcu.verify`). A solver is a generator
-over the live :class:`~omnigym.envs.mcu.world.MCUWorld`: it yields one text command at a time
-and looks at the world again before the next, so it copes with mobs that move.
-
-Tools shared by the solvers: breadth-first search over the nodes the player can stand on (the
-same walking rules as ``move``: one-node step-up, falls of at most 3 nodes), aiming (which
-standing node, facing and pitch point at a given node), the recipe planner, and station
-placement.
-"""
+"""The MCU oracles for gathering, crafting, fighting and moving: mine, collect, craft, smelt,
+combat, sleep, pillar, find, place, drop and eat (plus station placement shared with the other
+solver modules)."""
 
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections import Counter
 from typing import Any
 
 from omnigym.envs.mcu.crafting import STATION_RANGE
+from omnigym.envs.mcu.oracles.navigation import (
+    Cell,
+    Commands,
+    aim_at,
+    best_tool,
+    equip,
+    pitch_to,
+    route,
+    turn_to,
+    walk,
+)
 from omnigym.envs.mcu.planner import needs_table, plan
-from omnigym.envs.mcu.registries import TIER_LEVELS
-from omnigym.envs.mcu.world import FACINGS, PITCHES, RAYS, MCUWorld
+from omnigym.envs.mcu.world import FACINGS, MCUWorld
 
-Commands = Iterator[str]
-Cell = tuple[int, int, int]
-MAX_FALL = 3
 LOW_HEALTH = 6
 THREAT_RANGE = 2
 """Hostile mobs this close (Chebyshev) are fought first, whatever the task's target."""
-
-
-def neighbours(world: MCUWorld, cell: Cell) -> Iterator[tuple[int, Cell]]:
-    """``(direction, cell)`` for each node one ``move`` reaches from ``cell``."""
-    x, y, z = cell
-    for direction, (dx, dz) in enumerate(FACINGS):
-        nx, nz = x + dx, z + dz
-        if not world.solid(nx, y, nz) and not world.solid(nx, y + 1, nz):
-            ny = y
-            while not world.solid(nx, ny - 1, nz) and y - ny <= MAX_FALL:
-                ny -= 1
-            if y - ny <= MAX_FALL:
-                yield direction, (nx, ny, nz)
-        elif (
-            world.solid(nx, y, nz)
-            and not world.solid(nx, y + 1, nz)
-            and not world.solid(nx, y + 2, nz)
-            and not world.solid(x, y + 2, z)
-        ):
-            yield direction, (nx, y + 1, nz)
-
-
-def route(world: MCUWorld, goal: Callable[[Cell], bool]) -> list[int] | None:
-    """Directions of a shortest walk from the player to a node where ``goal`` holds."""
-    start = world.position
-    parents: dict[Cell, tuple[Cell, int] | None] = {start: None}
-    queue = deque([start])
-    while queue:
-        cell = queue.popleft()
-        if goal(cell):
-            directions = []
-            while parents[cell] is not None:
-                cell, direction = parents[cell]
-                directions.append(direction)
-            return directions[::-1]
-        for direction, nxt in neighbours(world, cell):
-            if nxt not in parents:
-                parents[nxt] = (cell, direction)
-                queue.append(nxt)
-    return None
-
-
-def turn_to(world: MCUWorld, direction: int) -> Commands:
-    quarter = (direction - world.facing) % 4
-    if quarter:
-        yield {1: "turn left", 2: "turn around", 3: "turn right"}[quarter]
-
-
-def pitch_to(world: MCUWorld, pitch: int) -> Commands:
-    while world.pitch != pitch:
-        yield "look down" if world.pitch < pitch else "look up"
-
-
-def walk(world: MCUWorld, goal: Callable[[Cell], bool]) -> Commands:
-    """Walks until ``goal`` holds at the player's node (re-planning after every command)."""
-    while not goal(world.position):
-        directions = route(world, goal)
-        if not directions:
-            return
-        if world.facing != directions[0]:
-            yield from turn_to(world, directions[0])
-            continue
-        run = 1
-        while run < len(directions) and run < 8 and directions[run] == directions[0]:
-            run += 1
-        yield f"move forward {run}"
-
-
-def pointed(world: MCUWorld, stand: Cell) -> dict[Cell, tuple[int, int]]:
-    """Every node that some ``(facing, pitch)`` points at from ``stand``, with that look."""
-    pointable = world.registry.materials.pointable
-    found: dict[Cell, tuple[int, int]] = {}
-    for facing, (dx, dz) in enumerate(FACINGS):
-        for pitch in PITCHES:
-            for forward, up in RAYS[pitch]:
-                ray = (stand[0] + forward * dx, stand[1] + up, stand[2] + forward * dz)
-                if pointable[world.grid.get(*ray)]:
-                    found.setdefault(ray, (facing, pitch))
-                    break
-    return found
-
-
-def aim_at(world: MCUWorld, cells: set[Cell]) -> Commands:
-    """Walks to where one of ``cells`` can be pointed at, and points at the nearest such."""
-    yield from walk(world, lambda stand: not cells.isdisjoint(pointed(world, stand)))
-    looks = pointed(world, world.position)
-    reachable = sorted(cells & set(looks), key=lambda c: (world.distance_to(c), c))
-    if reachable:
-        facing, pitch = looks[reachable[0]]
-        yield from turn_to(world, facing)
-        yield from pitch_to(world, pitch)
-
-
-def best_tool(world: MCUWorld, kind: str) -> str | None:
-    items = world.registry.items
-    tools = [name for name in items if items[name].tool == kind and world.count(name)]
-    return max(tools, key=lambda n: (TIER_LEVELS[items[n].tier], n), default=None)
-
-
-def equip(world: MCUWorld, item: str | None) -> Commands:
-    if item is not None and world.player.inventory.wielded != item:
-        yield f"equip {item}"
 
 
 def mine(world: MCUWorld, params: dict[str, Any]) -> Commands:
@@ -270,8 +164,12 @@ def pillar(world: MCUWorld, params: dict[str, Any]) -> Commands:
 
 
 def find(world: MCUWorld, params: dict[str, Any]) -> Commands:
-    """Walks to within ``radius`` of a ``block`` or a ``mob`` (followed as it moves)."""
+    """Walks to within ``radius`` of a ``block`` or a ``mob`` (followed as it moves), or into
+    a ``biome``."""
     radius = params.get("radius", 2)
+    if "biome" in params:
+        yield from walk(world, lambda c: world.biome_at(c) == params["biome"])
+        return
     if "mob" in params:
         mobs = [m for m in world.mobs if m.kind.name == params["mob"]]
         if not mobs:
@@ -309,59 +207,3 @@ def drop(world: MCUWorld, params: dict[str, Any]) -> Commands:
 
 def eat(world: MCUWorld, params: dict[str, Any]) -> Commands:
     yield f"eat {params['item']}"
-
-
-def sequence(world: MCUWorld, params: dict[str, Any]) -> Commands:
-    """A composite task: each part's solver in turn, twice over (a part that could not finish
-    first, such as sleeping while a monster is near, gets a second go after the others)."""
-    for _ in range(2):
-        for part in params["parts"]:
-            yield from solve(world, part)
-
-
-SOLVERS: dict[str, Callable[[MCUWorld, dict[str, Any]], Commands]] = {
-    "mine": mine,
-    "collect": collect,
-    "craft": craft,
-    "smelt": smelt,
-    "combat": combat,
-    "sleep": sleep,
-    "pillar": pillar,
-    "find": find,
-    "place": place,
-    "drop": drop,
-    "eat": eat,
-    "sequence": sequence,
-}
-
-
-def solve(world: MCUWorld, oracle: dict[str, Any]) -> Commands:
-    """The command stream of the task's solver (``oracle = {solver: name, **params}``)."""
-    params = {k: v for k, v in oracle.items() if k != "solver"}
-    return SOLVERS[oracle["solver"]](world, params)
-
-
-def run(env: Any, seed: int) -> dict[str, Any]:
-    """Plays the task of an ``AtomicEnv`` with its oracle: success, steps, ticks and, on
-    failure, why (the last invalid command's reason, or the solver giving up). A task where a
-    milestone already holds at reset fails: its return could not reach 1."""
-    _, info = env.reset(seed=seed)
-    world = env.world
-    if info["progress"] > 0:
-        return {"success": False, "steps": 0, "ticks": 0, "reason": "a milestone holds at reset"}
-    task = env.task
-    steps, reason = 0, "solver gave up"
-    for command in solve(world, task.oracle):
-        _, _, terminated, truncated, info = env.step(command)
-        steps += 1
-        if info["invalid_action"]:
-            reason = f"{command!r}: {info['invalid_reason']}"
-        if terminated or truncated:
-            success = bool(info["success"])
-            return {
-                "success": success,
-                "steps": steps,
-                "ticks": world.ticks,
-                "reason": "" if success else ("died" if world.dead else reason),
-            }
-    return {"success": False, "steps": steps, "ticks": world.ticks, "reason": reason}
