@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from omnigym.envs.mcu import templates_care, templates_stations, templates_world
 from omnigym.envs.mcu.planner import needs_table, plan
 from omnigym.envs.mcu.registries import TIER_LEVELS, Registry, registry
 from omnigym.envs.mcu.tasks import TASK_DIR, parse_task
@@ -373,6 +374,9 @@ TEMPLATES = {
     "climb": climb_tasks,
     "light": place_tasks,
     "decorate": place_tasks,
+    **templates_stations.TEMPLATES,
+    **templates_care.TEMPLATES,
+    **templates_world.TEMPLATES,
 }
 
 

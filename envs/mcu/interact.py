@@ -5,7 +5,8 @@ Follows Minecraft 1.16 as MCU's Tool-use, Animal care and Trade tasks use it (Zh
 ``seeds``, ``trades.yaml``):
 
 - ``use <item>`` facing a mob (the swing's reach): feed it a food it takes, tame it (a wolf with
-  bones, a cat with cod, a parrot with seeds: a drawn chance per try), tie it with a lead (it then
+  bones, a cat with cod, a parrot with seeds: a drawn chance per try; a taming food also counts
+  as fed), tie it with a lead (it then
   follows), trap it in a boat (it stays put), shear a sheep, milk a cow with a bucket.
 - ``use <item>`` on a block: a hoe tills grass or dirt into farmland, a seed plants on farmland,
   a bucket or glass bottle fills from the water looked at; ``use`` alone sleeps in the bed or
@@ -44,6 +45,7 @@ def use_on_mob(world: MCUWorld, item: str, mob: MobState) -> bool:
         world.take(item, 1)
         mob.tamed = bool(world.rng.random() < care.tame_chance)
         world.events["tamed", name] += mob.tamed
+        world.events["fed", name] += item in care.food
         outcome = "tamed" if mob.tamed else "tried to tame"
         _done(world, "tame", name, f"{outcome} the {name}", ((item, 1),))
     elif item in care.food:
@@ -185,4 +187,3 @@ def trade(world: MCUWorld, item: str, times: int) -> str | None:
     world.log.append(f"traded {payment} {pay} for {gain} {get}")
     world.tick()
     return None
-

@@ -71,9 +71,7 @@ def _ring(world: MCUWorld, door: bool) -> int:
         if any(c is None for c in ring) or len({base for base, _ in ring}) != 1:
             continue
         base = ring[0][0]
-        if door and not any(
-            world.block((cx + dx, base, cz + dz)) == "oak_door" for dx, dz in RING
-        ):
+        if door and not any(world.block((cx + dx, base, cz + dz)) == "oak_door" for dx, dz in RING):
             continue
         best = max(best, min(h for _, h in ring))
     return best

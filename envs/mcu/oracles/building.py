@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnigym.envs.mcu.oracles.navigation import Commands, aim_at, pitch_to, turn_to, walk
+from omnigym.envs.mcu.oracles.navigation import (
+    Commands,
+    aim_at,
+    best_tool,
+    pitch_to,
+    turn_to,
+    walk,
+)
 from omnigym.envs.mcu.oracles.solvers import craft_items
 from omnigym.envs.mcu.world import FACINGS, MCUWorld
 
@@ -64,10 +71,10 @@ def lamp(world: MCUWorld, params: dict[str, Any]) -> Commands:
 
 
 def plant(world: MCUWorld, params: dict[str, Any]) -> Commands:
-    """Plants ``count`` seeds on farmland: on the farmland of the scene if there is some, else
-    tilling the grass ahead with the hoe first."""
+    """Plants ``count`` seeds on farmland: on the farmland of the scene, or (given ``hoe``)
+    tilling the grass ahead with the best hoe held first."""
     seed, count = params["seed"], params.get("count", 1)
-    hoe = params.get("hoe")
+    hoe = best_tool(world, "hoe") if params.get("hoe") else None
     yield from turn_to(world, 0)
     while world.events["planted", seed] < count:
         if hoe is None:
@@ -83,6 +90,12 @@ def plant(world: MCUWorld, params: dict[str, Any]) -> Commands:
         yield f"use {seed}"
 
 
+def till(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    """Tills the grass in front with ``hoe``."""
+    yield from pitch_to(world, 45)
+    yield f"use {params['hoe']}"
+
+
 def _up(cell):
     return cell[0], cell[1] + 1, cell[2]
 
@@ -94,4 +107,4 @@ def dive(world: MCUWorld, params: dict[str, Any]) -> Commands:
         yield f"wait {min(MAX_WAIT, params['ticks'] - world.underwater_ticks)}"
 
 
-SOLVERS = {"wall": wall, "hut": hut, "lamp": lamp, "plant": plant, "dive": dive}
+SOLVERS = {"wall": wall, "hut": hut, "lamp": lamp, "plant": plant, "till": till, "dive": dive}

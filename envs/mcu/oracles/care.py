@@ -105,8 +105,9 @@ def trade(world: MCUWorld, params: dict[str, Any]) -> Commands:
         mob = min(mobs, key=lambda m: (world.distance_to(m.position), m.uid))
         directions = route(
             world,
-            lambda c, m=mob.position: sum((a - b) ** 2 for a, b in zip(c, m, strict=True))
-            <= (TRADE_RANGE - 1) ** 2,
+            lambda c, m=mob.position: (
+                sum((a - b) ** 2 for a, b in zip(c, m, strict=True)) <= (TRADE_RANGE - 1) ** 2
+            ),
         )
         if not directions:
             yield "wait 2"
@@ -115,7 +116,12 @@ def trade(world: MCUWorld, params: dict[str, Any]) -> Commands:
         yield "move forward 1"
 
 
+def drink(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    yield f"drink {params['potion']}"
+
+
 SOLVERS = {
+    "drink": drink,
     "feed": feed,
     "tame": tame,
     "use_on_mob": use_on_mob,

@@ -31,6 +31,7 @@ def neighbours(world: MCUWorld, cell: Cell) -> Iterator[tuple[int, Cell]]:
                 yield direction, (nx, ny, nz)
         elif (
             world.solid(nx, y, nz)
+            and not world.fence(nx, y, nz)
             and not world.solid(nx, y + 1, nz)
             and not world.solid(nx, y + 2, nz)
             and not world.solid(x, y + 2, z)

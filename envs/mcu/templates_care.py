@@ -1,0 +1,226 @@
+"""MCU task templates for animals, villagers, farming and tools: ``feed_<animal>``,
+``tame_<mob>``, ``lead_<animal>``, ``trap_<animal>_with_boat``, ``sell_<item>``,
+``buy_<item>``, ``plant_<seed>``, ``drink_<potion>``, ``use_<tool>_on_<target>`` (parameters in
+``data/task_templates.yaml``; see :mod:`omnigym.envs.mcu.generate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from omnigym.envs.mcu.registries import Registry
+from omnigym.envs.mcu.template_kit import article, at, milestones, task, words
+
+SUFFIXES = ("", "_far", "_farther")
+
+
+def _at_mob(params, name, subcategory, text, mob, gives, success, oracle, items, **extra):
+    """One variant per spot of a task done facing ``mob`` (summoned at the spot)."""
+    for i, spot in enumerate(params["spots"]):
+        yield task(
+            name + SUFFIXES[i],
+            params,
+            subcategory,
+            text,
+            [*gives, f"summon {mob} {at(spot)}"],
+            success,
+            milestones([f"near({mob}, 2)", success], 0.3),
+            {"items": items, "mobs": [mob]},
+            oracle,
+            **extra,
+        )
+
+
+def feed_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for mob, care in reg.care.items():
+        for i, food in enumerate(care.food):
+            yield from _at_mob(
+                params,
+                f"feed_{mob}" + (f"_with_{food}" if i else ""),
+                params["subcategory"],
+                f"Feed the {mob} {article(food)}.",
+                mob,
+                [f"give @s {food} 2"],
+                f"fed({mob}) >= 1",
+                {"solver": "feed", "mob": mob, "item": food},
+                [food],
+            )
+
+
+def tame_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for mob, care in reg.care.items():
+        if care.tame_with is None:
+            continue
+        riding = care.tame_with == "ride"
+        how = "by riding it" if riding else f"with {words(care.tame_with)}"
+        gives = [] if riding else [f"give @s {care.tame_with} {params['tries']}"]
+        yield from _at_mob(
+            params,
+            f"tame_{mob}",
+            params["subcategory"],
+            f"Tame the {mob} {how}.",
+            mob,
+            gives,
+            f"tamed({mob}) >= 1",
+            {"solver": "tame", "mob": mob, "item": care.tame_with},
+            [] if riding else [care.tame_with],
+        )
+
+
+def lead_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for mob, care in reg.care.items():
+        if care.leash:
+            yield from _at_mob(
+                params,
+                f"lead_{mob}",
+                params["subcategory"],
+                f"Put a lead on the {mob}.",
+                mob,
+                ["give @s lead 1"],
+                f"leashed({mob}) >= 1",
+                {"solver": "use_on_mob", "mob": mob, "item": "lead"},
+                ["lead"],
+            )
+
+
+def trap_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for mob, care in reg.care.items():
+        if care.boat:
+            yield from _at_mob(
+                params,
+                f"trap_{mob}_with_boat",
+                params["subcategory"],
+                f"Trap the {mob} in a boat.",
+                mob,
+                ["give @s oak_boat 1"],
+                f"trapped({mob}) >= 1",
+                {"solver": "use_on_mob", "mob": mob, "item": "oak_boat"},
+                ["oak_boat"],
+            )
+
+
+def trade_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    """Sell each item a villager buys (``sell_<item>``) and buy each item one sells
+    (``buy_<item>``), once and twice, from a villager summoned nearby."""
+    for villager, table in reg.trades.items():
+        deals = [("sell", item, count) for item, count in table.buys.items()]
+        deals += [("buy", item, price) for item, (price, _) in table.sells.items()]
+        for verb, item, amount in deals:
+            for times in params["times"]:
+                pay = "emerald" if verb == "buy" else item
+                suffix = f"_x{times}" if times > 1 else ""
+                spot = params["spots"][times > 1]
+                what = article(item) if verb == "buy" and times == 1 else words(item)
+                text = (
+                    f"Sell {words(item)} to the {villager} for an emerald"
+                    if verb == "sell"
+                    else f"Buy {what} from the {villager}"
+                ) + (f", {times} times." if times > 1 else ".")
+                success = f"traded({item}) >= {times}"
+                yield task(
+                    f"{verb}_{item}{suffix}",
+                    params,
+                    "Sell Goods" if verb == "sell" else "Buy Items",
+                    text,
+                    [f"give @s {pay} {amount * times}", f"summon {villager} {at(spot)}"],
+                    success,
+                    milestones([f"near({villager}, 3)", success], 0.3),
+                    {"items": sorted({item, "emerald"}), "mobs": [villager]},
+                    {"solver": "trade", "item": item, "times": times},
+                )
+
+
+def plant_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    """Plant seeds on farmland in front, or (``_with_<hoe>``) on grass tilled first."""
+    for seed in reg.seeds:
+        for count in params["counts"]:
+            for hoe in [None, *params["hoes"]]:
+                if hoe is None and count > 1:
+                    continue
+                name = f"plant_{seed}" + (f"_x{count}" if count > 1 else "")
+                name += f"_with_{hoe}" if hoe else ""
+                init = [f"give @s {seed} {count}"]
+                if hoe:
+                    init.append(f"give @s {hoe} 1")
+                else:
+                    init.append(f"setblock {at(params['farmland_spot'])} farmland")
+                marks = [f"planted({seed}) >= {k}" for k in range(1, count + 1)]
+                how = f", tilling the grass with {article(hoe)} first" if hoe else ""
+                yield task(
+                    name,
+                    params,
+                    params["subcategory"],
+                    f"Plant {count} {words(seed)} on farmland{how}.",
+                    init,
+                    f"planted({seed}) >= {count}",
+                    milestones(marks),
+                    {"items": [seed] + ([hoe] if hoe else []), "blocks": ["farmland"]},
+                    {"solver": "plant", "seed": seed, "count": count, "hoe": hoe},
+                )
+
+
+def drink_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    for potion in reg.potions:
+        yield task(
+            f"drink_{potion}",
+            params,
+            params["subcategory"],
+            f"Drink {article(potion)}.",
+            [f"give @s {potion} 1"],
+            f"drank({potion}) >= 1",
+            milestones([f"drank({potion}) >= 1"]),
+            {"items": [potion]},
+            {"solver": "drink", "potion": potion},
+        )
+
+
+def use_tool_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    """Shears on a sheep, a bucket on a cow; a bucket or a bottle on a pond; a hoe on grass."""
+    for tool, mob in params["on_mobs"].items():
+        yield from _at_mob(
+            params,
+            f"use_{tool}_on_{mob}",
+            params["subcategory"],
+            f"Use the {words(tool)} on the {mob}.",
+            mob,
+            [f"give @s {tool} 1"],
+            f"used({tool}) >= 1",
+            {"solver": "use_on_mob", "mob": mob, "item": tool},
+            [tool],
+        )
+    lo, hi = params["pond"]
+    for tool in params["on_water"]:
+        yield task(
+            f"use_{tool}_on_water",
+            params,
+            params["subcategory"],
+            f"Fill the {words(tool)} with water from the pond.",
+            [f"give @s {tool} 1", f"fill {at(lo)} {at(hi)} water"],
+            f"used({tool}) >= 1",
+            milestones(["near(water, 2)", f"used({tool}) >= 1"], 0.3),
+            {"items": [tool], "blocks": ["water"]},
+            {"solver": "use_on_water", "item": tool},
+        )
+    for hoe in params["hoes"]:
+        yield task(
+            f"use_{hoe}_on_grass",
+            params,
+            params["subcategory"],
+            f"Till the grass into farmland with {article(hoe)}.",
+            [f"give @s {hoe} 1"],
+            f"used({hoe}) >= 1",
+            milestones([f"used({hoe}) >= 1"]),
+            {"items": [hoe], "blocks": ["grass_block", "farmland"]},
+            {"solver": "till", "hoe": hoe},
+        )
+
+
+TEMPLATES = {
+    "feed": feed_tasks,
+    "drink": drink_tasks,
+    "plant": plant_tasks,
+    "use_tool": use_tool_tasks,
+    "trade": trade_tasks,
+    "tame": tame_tasks,
+    "lead": lead_tasks,
+    "trap": trap_tasks,
+}
