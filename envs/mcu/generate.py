@@ -34,6 +34,7 @@ from omnigym.envs.mcu.template_kit import (
     away,
     half_final,
     milestones,
+    one_item_task,
     task,
     words,
 )
@@ -296,17 +297,8 @@ def drop_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 def eat_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for item, info in reg.items.items():
         if info.food:
-            yield task(
-                f"eat_{item}",
-                params,
-                params["subcategory"],
-                f"Eat {article(item)}.",
-                [f"give @s {item} 1"],
-                f"ate({item}) >= 1",
-                milestones([f"ate({item}) >= 1"]),
-                {"items": [item]},
-                {"solver": "eat", "item": item},
-            )
+            oracle = {"solver": "eat", "item": item}
+            yield one_item_task(params, f"eat_{item}", f"Eat {article(item)}.", item, "ate", oracle)
 
 
 def spot_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:

@@ -126,8 +126,7 @@ def ride(world: MCUWorld, mob: MobState) -> str | None:
     care = world.registry.care.get(mob.kind.name)
     if care is None or care.tame_with != "ride":
         return f"the {mob.kind.name} cannot be ridden"
-    for _ in range(RIDE_TICKS):
-        world.tick()
+    world.pass_ticks(RIDE_TICKS)
     if not mob.tamed:
         mob.tamed = bool(world.rng.random() < care.tame_chance)
         world.events["tamed", mob.kind.name] += mob.tamed
@@ -148,8 +147,7 @@ def drink(world: MCUWorld, potion: str) -> None:
     world.events["drank", potion] += 1
     world.acts.append(Act("drink", potion, consumed=((potion, 1),)))
     world.log.append(f"drank {potion}")
-    for _ in range(DRINK_TICKS):
-        world.tick()
+    world.pass_ticks(DRINK_TICKS)
 
 
 def traders(world: MCUWorld, item: str) -> list[MobState]:

@@ -60,10 +60,8 @@ def brew(world: MCUWorld, potion: str, count: int) -> str | None:
     world.take(recipe.base, count)
     world.take(recipe.ingredient, 1)
     world.acts.append(Act("brew", potion, consumed=tuple(sorted(consumed))))
-    for _ in range(world.registry.stations["brew_ticks"]):
-        world.tick()
-        if world.dead:
-            return None
+    if not world.pass_ticks(world.registry.stations["brew_ticks"]):
+        return None
     world.give(potion, count)
     world.events["brewed", potion] += count
     world.log.append(f"brewed {count} {potion}")

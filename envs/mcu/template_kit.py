@@ -83,3 +83,20 @@ def half_final(marks: list[str]) -> list[dict]:
     out = [{"when": m, "weight": share} for m in marks[:-1]]
     out.append({"when": marks[-1], "weight": round(1.0 - share * (len(marks) - 1), 6)})
     return out
+
+
+def one_item_task(params: dict, name: str, text: str, item: str, counter: str, oracle: dict):
+    """A task that hands over one ``item`` and succeeds once ``counter(item)`` reaches 1
+    (``ate``, ``drank``)."""
+    success = f"{counter}({item}) >= 1"
+    return task(
+        name,
+        params,
+        params["subcategory"],
+        text,
+        [f"give @s {item} 1"],
+        success,
+        milestones([success]),
+        {"items": [item]},
+        oracle,
+    )

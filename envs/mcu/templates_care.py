@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from omnigym.envs.mcu.registries import Registry
-from omnigym.envs.mcu.template_kit import article, at, milestones, task, words
+from omnigym.envs.mcu.template_kit import article, at, milestones, one_item_task, task, words
 
 SUFFIXES = ("", "_far", "_farther")
 
@@ -67,34 +67,30 @@ def tame_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 
 
 def lead_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
-    for mob, care in reg.care.items():
-        if care.leash:
-            yield from _at_mob(
-                params,
-                f"lead_{mob}",
-                params["subcategory"],
-                f"Put a lead on the {mob}.",
-                mob,
-                ["give @s lead 1"],
-                f"leashed({mob}) >= 1",
-                {"solver": "use_on_mob", "mob": mob, "item": "lead"},
-                ["lead"],
-            )
+    yield from _hold_tasks(reg, params, "leash", "lead", "lead_{}", "Put a lead on the {}.")
 
 
 def trap_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    yield from _hold_tasks(
+        reg, params, "boat", "oak_boat", "trap_{}_with_boat", "Trap the {} in a boat."
+    )
+
+
+def _hold_tasks(reg, params, rule: str, item: str, name: str, text: str) -> Iterator[dict]:
+    """Use ``item`` once on each mob whose care ``rule`` (``leash``, ``boat``) allows it."""
+    counter = {"leash": "leashed", "boat": "trapped"}[rule]
     for mob, care in reg.care.items():
-        if care.boat:
+        if getattr(care, rule):
             yield from _at_mob(
                 params,
-                f"trap_{mob}_with_boat",
+                name.format(mob),
                 params["subcategory"],
-                f"Trap the {mob} in a boat.",
+                text.format(mob),
                 mob,
-                ["give @s oak_boat 1"],
-                f"trapped({mob}) >= 1",
-                {"solver": "use_on_mob", "mob": mob, "item": "oak_boat"},
-                ["oak_boat"],
+                [f"give @s {item} 1"],
+                f"{counter}({mob}) >= 1",
+                {"solver": "use_on_mob", "mob": mob, "item": item},
+                [item],
             )
 
 
@@ -160,17 +156,9 @@ def plant_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 
 def drink_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for potion in reg.potions:
-        yield task(
-            f"drink_{potion}",
-            params,
-            params["subcategory"],
-            f"Drink {article(potion)}.",
-            [f"give @s {potion} 1"],
-            f"drank({potion}) >= 1",
-            milestones([f"drank({potion}) >= 1"]),
-            {"items": [potion]},
-            {"solver": "drink", "potion": potion},
-        )
+        oracle = {"solver": "drink", "potion": potion}
+        text = f"Drink {article(potion)}."
+        yield one_item_task(params, f"drink_{potion}", text, potion, "drank", oracle)
 
 
 def use_tool_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:

@@ -360,16 +360,22 @@ class MCUWorld:
             self.teleport((nx, y, nz))
             self.fall()
             return True
-        if (
+        if self.can_step_up((x, y, z), nx, nz):
+            self.teleport((nx, y + 1, nz))
+            return True
+        return False
+
+    def can_step_up(self, cell: tuple[int, int, int], nx: int, nz: int) -> bool:
+        """From ``cell``, the neighbouring column ``(nx, nz)`` is one block higher, not a fence,
+        with room for the body above it and for the head above ``cell``."""
+        x, y, z = cell
+        return (
             self.solid(nx, y, nz)
             and not self.fence(nx, y, nz)
             and not self.solid(nx, y + 1, nz)
             and not self.solid(nx, y + 2, nz)
             and not self.solid(x, y + 2, z)
-        ):
-            self.teleport((nx, y + 1, nz))
-            return True
-        return False
+        )
 
     def fall(self) -> None:
         """Drops to the ground; fall damage beyond 3 nodes, none when landing in water."""
@@ -488,6 +494,14 @@ class MCUWorld:
             if self.dead:
                 self.log.append("you died")
                 return
+
+    def pass_ticks(self, n: int) -> bool:
+        """Lets ``n`` ticks pass, stopping early if the player dies; True if alive."""
+        for _ in range(n):
+            self.tick()
+            if self.dead:
+                return False
+        return True
 
     def _breathe(self) -> None:
         if not self.underwater():

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from omnigym.envs.mcu.interact import TRADE_RANGE, traders
-from omnigym.envs.mcu.oracles.navigation import Commands, pitch_to, route, turn_to, walk
+from omnigym.envs.mcu.oracles.navigation import (
+    Commands,
+    close_in,
+    pitch_to,
+    route,
+    turn_to,
+    walk,
+)
 from omnigym.envs.mcu.world import FACINGS, MCUWorld, MobState
 
 MAX_TRIES = 40
@@ -26,22 +33,7 @@ def face_mob(world: MCUWorld, wanted: Callable[[MobState], bool]) -> Commands:
         if not mobs:
             return
         mob = min(mobs, key=lambda m: (world.distance_to(m.position), m.uid))
-        x, _, z = world.position
-        mx, _, mz = mob.position
-        if max(abs(mx - x), abs(mz - z)) <= 1:
-            dx, dz = mx - x, mz - z
-            yield from turn_to(world, FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz)))
-            if world.mob_ahead() is not mob:
-                yield "wait 1"
-            continue
-        directions = route(
-            world, lambda c, m=mob.position: max(abs(c[0] - m[0]), abs(c[2] - m[2])) <= 1
-        )
-        if not directions:
-            yield "wait 2"
-            continue
-        yield from turn_to(world, directions[0])
-        yield "move forward 1"
+        yield from close_in(world, mob)
 
 
 def _kind(name: str) -> Callable[[MobState], bool]:

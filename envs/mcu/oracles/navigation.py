@@ -29,13 +29,7 @@ def neighbours(world: MCUWorld, cell: Cell) -> Iterator[tuple[int, Cell]]:
                 ny -= 1
             if y - ny <= MAX_FALL or world.water(nx, ny, nz):
                 yield direction, (nx, ny, nz)
-        elif (
-            world.solid(nx, y, nz)
-            and not world.fence(nx, y, nz)
-            and not world.solid(nx, y + 1, nz)
-            and not world.solid(nx, y + 2, nz)
-            and not world.solid(x, y + 2, z)
-        ):
+        elif world.can_step_up(cell, nx, nz):
             yield direction, (nx, y + 1, nz)
 
 
@@ -119,3 +113,25 @@ def best_tool(world: MCUWorld, kind: str) -> str | None:
 def equip(world: MCUWorld, item: str | None) -> Commands:
     if item is not None and world.player.inventory.wielded != item:
         yield f"equip {item}"
+
+
+def close_in(world: MCUWorld, mob) -> Commands:
+    """One move toward ``mob``: when next to it, turn to it (waiting a tick if something else
+    is in the swing's way); else one step along a shortest route to a node beside it (or a
+    short wait when there is none)."""
+    x, _, z = world.position
+    mx, _, mz = mob.position
+    if max(abs(mx - x), abs(mz - z)) <= 1:
+        dx, dz = mx - x, mz - z
+        yield from turn_to(world, FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz)))
+        if world.mob_ahead() is not mob:  # nothing, or another animal, in the way
+            yield "wait 1"
+        return
+    directions = route(
+        world, lambda c, m=mob.position: max(abs(c[0] - m[0]), abs(c[2] - m[2])) <= 1
+    )
+    if not directions:
+        yield "wait 2"
+        return
+    yield from turn_to(world, directions[0])
+    yield "move forward 1"

@@ -14,14 +14,13 @@ from omnigym.envs.mcu.oracles.navigation import (
     Commands,
     aim_at,
     best_tool,
+    close_in,
     equip,
     pitch_to,
-    route,
-    turn_to,
     walk,
 )
 from omnigym.envs.mcu.planner import needs_table, plan
-from omnigym.envs.mcu.world import FACINGS, MCUWorld
+from omnigym.envs.mcu.world import MCUWorld
 
 LOW_HEALTH = 6
 THREAT_RANGE = 2
@@ -130,22 +129,7 @@ def combat(world: MCUWorld, params: dict[str, Any]) -> Commands:
             yield "attack"
             continue
         mob = min(targets, key=lambda m: (world.distance_to(m.position), m.uid))
-        mx, _, mz = mob.position
-        if max(abs(mx - x), abs(mz - z)) <= 1:
-            dx, dz = mx - x, mz - z
-            direction = FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz))
-            yield from turn_to(world, direction)
-            if world.mob_ahead() is not mob:  # nothing, or another animal, in the way
-                yield "wait 1"
-            continue
-        directions = route(
-            world, lambda c, m=mob.position: max(abs(c[0] - m[0]), abs(c[2] - m[2])) <= 1
-        )
-        if not directions:
-            yield "wait 2"
-            continue
-        yield from turn_to(world, directions[0])
-        yield "move forward 1"
+        yield from close_in(world, mob)
 
 
 def sleep(world: MCUWorld, params: dict[str, Any]) -> Commands:
