@@ -9,22 +9,29 @@ Follows Minecraft 1.16 as MCU's Tool-use, Animal care and Trade tasks use it (Zh
   as fed), tie it with a lead (it then
   follows), trap it in a boat (it stays put), shear a sheep, milk a cow with a bucket.
 - ``use <item>`` on a block: a hoe tills grass or dirt into farmland, a seed plants on farmland,
-  a bucket or glass bottle fills from the water looked at; ``use`` alone sleeps in the bed or
-  flips the lever looked at. A potion is drunk, a food eaten.
+  a bucket or glass bottle fills from the water looked at; ``use`` alone sleeps in the bed,
+  flips the lever, or ties the leashed mobs within 5 nodes to the fence looked at (they then
+  stay there). A potion is drunk, a food eaten.
 - ``ride`` a horse: it tames with a drawn chance per ride, else bucks the player off.
 - ``drink <potion>``: its effect (instant health heals 4 hp), and the bottle comes back.
 - ``trade <item> [n]`` with a villager within 3 nodes that buys or sells ``item``, n times.
 
-Departures: feeding does not breed; a lead ties a mob to the player only; a trapped mob stays
+A mob is trapped in a boat, or by fences: when it can walk to at most 6 nodes (fences stand
+1.5 nodes tall, so mobs do not climb them).
+
+Departures: feeding does not breed; a mob tied to a fence stays on its node; a trapped mob stays
 trapped; villagers' offers never run out or change price.
 """
 
 from __future__ import annotations
 
+import math
+
 from omnigym.envs.mcu.episode_log import Act
 from omnigym.envs.mcu.world import MCUWorld, MobState
 
 TRADE_RANGE = 3
+TIE_RANGE = 5
 RIDE_TICKS, DRINK_TICKS = 10, 6
 HEAL = 4
 
@@ -111,8 +118,16 @@ def use_on_block(world: MCUWorld, item: str) -> bool:
 
 
 def use_block(world: MCUWorld) -> bool:
-    """``use`` with an empty hand on the lever looked at: flips it."""
+    """``use`` with an empty hand: flips the lever looked at, or ties the leashed mobs within
+    :data:`TIE_RANGE` to the fence looked at."""
     cell = world.target()
+    if cell is not None and world.fence(*cell):
+        near = [m for m in world.mobs if m.leashed and math.dist(m.position, cell) <= TIE_RANGE]
+        for mob in near:
+            mob.leashed, mob.tied = False, True
+            world.events["tied", mob.kind.name] += 1
+            _done(world, "tie", mob.kind.name, f"tied the {mob.kind.name} to the fence")
+        return bool(near)
     if cell is None or world.block(cell) != "lever":
         return False
     world.powered ^= {cell}

@@ -48,7 +48,7 @@ EVENT_COUNTERS = {
     "used": "items",
     "tamed": "mobs",
     "leashed": "mobs",
-    "trapped": "mobs",
+    "tied": "mobs",
     "fed": "mobs",
 }
 """Counters of the event log: function -> the registry its argument names."""
@@ -92,6 +92,13 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], int, Callable]] = {
         lambda world, template, n: float(MEASURES[template](world) >= n),
     ),
     "enchanted": (("items", "enchantment"), 1, _enchanted),
+    "trapped": (
+        ("mobs",),
+        1,
+        lambda world, name: float(
+            sum(m.kind.name in _names(world, name) and world.penned(m) for m in world.mobs)
+        ),
+    ),
     "in_biome": (("biome",), 1, lambda world, b: float(world.biome() == b)),
     "underwater_ticks": ((), 0, lambda world: float(world.underwater_ticks)),
     "levels": ((), 0, lambda world: float(world.levels)),

@@ -94,6 +94,42 @@ def _hold_tasks(reg, params, rule: str, item: str, name: str, text: str) -> Iter
             )
 
 
+def fence_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
+    """Pen a mob in with a fence (``trap_<mob>_with_fence``: it stands in a fenced pen whose
+    mouth is open) and lead a mob to a fence post and tie it there (``lead_<mob>_to_fence``)."""
+    for mob, care in reg.care.items():
+        if not care.leash:
+            continue
+        for i, depth in enumerate(params["pen_depths"]):
+            pen = [f"summon {mob} ~0 ~0 ~{depth + 1}"]
+            pen += [f"setblock ~{x} ~0 ~{z + depth} oak_fence" for x, z in params["pen"]]
+            success = f"trapped({mob}) >= 1"
+            yield task(
+                f"trap_{mob}_with_fence" + SUFFIXES[i],
+                params,
+                "Trap Animals",
+                f"Pen the {mob} in: close the open side of its fence pen with a fence.",
+                ["give @s oak_fence 2", *pen],
+                success,
+                milestones([f"near({mob}, 4)", success], 0.3),
+                {"items": ["oak_fence"], "blocks": ["oak_fence"], "mobs": [mob]},
+                {"solver": "fence_in", "mob": mob},
+            )
+        for i, (spot, post) in enumerate(params["leads"]):
+            success = f"tied({mob}) >= 1"
+            yield task(
+                f"lead_{mob}_to_fence" + SUFFIXES[i],
+                params,
+                "Guide Animals",
+                f"Lead the {mob} to the fence post and tie it there.",
+                ["give @s lead 1", f"summon {mob} {at(spot)}", f"setblock {at(post)} oak_fence"],
+                success,
+                milestones([f"leashed({mob}) >= 1", success], 0.4),
+                {"items": ["lead"], "blocks": ["oak_fence"], "mobs": [mob]},
+                {"solver": "tie", "mob": mob},
+            )
+
+
 def trade_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     """Sell each item a villager buys (``sell_<item>``) and buy each item one sells
     (``buy_<item>``), once and twice, from a villager summoned nearby."""
@@ -211,4 +247,5 @@ TEMPLATES = {
     "tame": tame_tasks,
     "lead": lead_tasks,
     "trap": trap_tasks,
+    "fence": fence_tasks,
 }

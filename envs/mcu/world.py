@@ -93,6 +93,8 @@ HUNGER_EVERY, REGEN_EVERY = 160, 16
 BREATH, DROWN_EVERY = 60, 4
 LEASH_SLACK = 2
 """A leashed mob walks toward the player whenever it is farther than this (Chebyshev)."""
+PEN_SIZE = 6
+"""A mob that can walk to at most this many nodes is penned in (``trapped``)."""
 BASE_BIOME = "plains"
 
 
@@ -110,6 +112,7 @@ class MobState:
     leashed: bool = False
     trapped: bool = False
     sheared: bool = False
+    tied: bool = False
 
     @property
     def hostile(self) -> bool:
@@ -519,7 +522,7 @@ class MCUWorld:
         px, py, pz = self.position
         mx, my, mz = mob.position
         reach = max(abs(px - mx), abs(pz - mz))
-        if mob.trapped:
+        if mob.trapped or mob.tied:
             return
         if mob.leashed:
             if reach > LEASH_SLACK:
@@ -536,16 +539,40 @@ class MCUWorld:
         elif self.ticks % mob.kind.step_every == 0 and self.rng.random() < 0.5:
             self._walk(mob, None)
 
-    def _walk(self, mob: MobState, toward: tuple[int, int] | None) -> None:
-        """Moves ``mob`` one node it can stand on: the one nearest ``toward`` (if nearer than
-        where it is), or a random one when it wanders."""
-        x, y, z = mob.position
-        options = [
+    def mob_steps(self, cell: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+        """The nodes a mob at ``cell`` may walk to next: a standable neighbour, one node up or
+        down at most."""
+        x, y, z = cell
+        return [
             (nx, ny, nz)
             for nx, nz in ((x + 1, z), (x - 1, z), (x, z + 1), (x, z - 1))
             for ny in (y + 1, y, y - 1)
-            if self.standable(nx, ny, nz) and (nx, ny, nz) != self.position
+            if self.standable(nx, ny, nz)
         ]
+
+    def reachable(self, cell: tuple[int, int, int], limit: int, blocked=frozenset()) -> set:
+        """The nodes a mob at ``cell`` can walk to (``blocked`` nodes aside), stopping once
+        more than ``limit`` are found."""
+        seen = {cell}
+        frontier = [cell]
+        while frontier and len(seen) <= limit:
+            nxt = []
+            for node in frontier:
+                for step in self.mob_steps(node):
+                    if step not in seen and step not in blocked:
+                        seen.add(step)
+                        nxt.append(step)
+            frontier = nxt
+        return seen
+
+    def penned(self, mob: MobState) -> bool:
+        """The mob is in a boat, or fenced in (it can walk to at most :data:`PEN_SIZE` nodes)."""
+        return mob.trapped or len(self.reachable(mob.position, PEN_SIZE)) <= PEN_SIZE
+
+    def _walk(self, mob: MobState, toward: tuple[int, int] | None) -> None:
+        """Moves ``mob`` one node it can stand on: the one nearest ``toward`` (if nearer than
+        where it is), or a random one when it wanders."""
+        options = [c for c in self.mob_steps(mob.position) if c != self.position]
         if not options:
             return
         if toward is None:

@@ -156,3 +156,33 @@ def test_the_report_names_the_biome_level_and_mob_states():
     report = observe.text(world, frozenset())
     assert "biome: plains" in report and "level 2" in report and "cow (leashed)" in report
     assert np.isfinite(observe.stats(world)).all()
+
+
+def test_a_fenced_mob_is_trapped_once_the_pen_is_closed():
+    world = bare_world()
+    pen = [(-1, 3), (1, 3), (-1, 4), (1, 4), (-1, 5), (1, 5), (0, 6)]
+    for x, z in pen:
+        world.grid.set(x, 5, z, "oak_fence")
+    _apply(world, "summon pig ~0 ~0 ~5", "give @s oak_fence 1")
+    pig = world.mobs[0]
+    task = make_task(success="trapped(pig) >= 1")
+    assert not world.penned(pig) and not task.success(world)
+    execute(world, "move forward 1")
+    world.look(45)
+    execute(world, "place oak_fence")
+    assert world.block((0, 5, 2)) == "oak_fence"
+    assert world.penned(pig) and task.success(world)
+
+
+def test_a_leashed_mob_is_tied_to_the_fence_looked_at():
+    world = bare_world()
+    _apply(world, "summon cow ~0 ~0 ~2", "give @s lead 1", "setblock ~0 ~0 ~-1 oak_fence")
+    execute(world, "use lead")
+    execute(world, "turn around")
+    execute(world, "look down")
+    execute(world, "use")
+    cow = world.mobs[0]
+    assert cow.tied and not cow.leashed and world.events["tied", "cow"] == 1
+    where = cow.position
+    execute(world, "wait 20")
+    assert cow.position == where

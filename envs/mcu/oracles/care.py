@@ -4,19 +4,22 @@ villager that deals in an item and trade."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from omnigym.envs.mcu.interact import TRADE_RANGE, traders
+from omnigym.envs.mcu.interact import TIE_RANGE, TRADE_RANGE, traders
 from omnigym.envs.mcu.oracles.navigation import (
+    Cell,
     Commands,
+    aim_at,
     close_in,
     pitch_to,
     route,
     turn_to,
     walk,
 )
-from omnigym.envs.mcu.world import FACINGS, MCUWorld, MobState
+from omnigym.envs.mcu.world import FACINGS, PEN_SIZE, MCUWorld, MobState
 
 MAX_TRIES = 40
 
@@ -108,11 +111,74 @@ def trade(world: MCUWorld, params: dict[str, Any]) -> Commands:
         yield "move forward 1"
 
 
+def fence_in(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    """Pens in a ``mob`` by placing a fence on the free node, nearest the player, whose
+    filling leaves the mob at most :data:`PEN_SIZE` nodes to walk to; stands outside the pen,
+    facing that node, looking down at 45 degrees."""
+    name = params["mob"]
+    for _ in range(MAX_TRIES):
+        mobs = [m for m in world.mobs if m.kind.name == name]
+        if not mobs or any(world.penned(m) for m in mobs):
+            return
+        mob = min(mobs, key=lambda m: (world.distance_to(m.position), m.uid))
+        found = _gap(world, mob.position)
+        if found is None:
+            return
+        gap, stands = found
+        yield from walk(world, stands.__contains__)
+        if world.position not in stands:
+            return
+        x, _, z = world.position
+        yield from turn_to(world, FACINGS.index((gap[0] - x, gap[2] - z)))
+        yield from pitch_to(world, 45)
+        if any(m.position == gap for m in world.mobs):
+            yield "wait 1"
+            continue
+        yield "place oak_fence"
+
+
+def _gap(world: MCUWorld, start) -> tuple[Cell, set[Cell]] | None:
+    """A node whose filling pens in a mob at ``start``, and the nodes to place it from."""
+    region = world.reachable(start, 4 * PEN_SIZE)
+    for gap in sorted(region - {start}, key=lambda c: (world.distance_to(c), c)):
+        pen = world.reachable(start, PEN_SIZE, blocked={gap})
+        if len(pen) > PEN_SIZE:
+            continue
+        stands = {
+            (gap[0] - dx, gap[1], gap[2] - dz)
+            for dx, dz in FACINGS
+            if world.standable(gap[0] - dx, gap[1], gap[2] - dz)
+        }
+        if stands - pen:
+            return gap, stands - pen
+    return None
+
+
+def tie(world: MCUWorld, params: dict[str, Any]) -> Commands:
+    """Leashes ``mob``, walks to where a fence can be pointed at and ties it there."""
+    name = params["mob"]
+    yield from use_on_mob(world, {"mob": name, "item": "lead"})
+    fences = {c for b in world.registry.tags["fence"] for c in world.cells_of(b, 40)}
+    for _ in range(MAX_TRIES):
+        if world.events["tied", name] or not fences:
+            return
+        yield from aim_at(world, fences)
+        post = world.target()
+        if post in fences and any(
+            m.leashed and math.dist(m.position, post) <= TIE_RANGE for m in world.mobs
+        ):
+            yield "use"
+        else:
+            yield "wait 1"
+
+
 def drink(world: MCUWorld, params: dict[str, Any]) -> Commands:
     yield f"drink {params['potion']}"
 
 
 SOLVERS = {
+    "fence_in": fence_in,
+    "tie": tie,
     "drink": drink,
     "feed": feed,
     "tame": tame,
