@@ -159,6 +159,12 @@ def text(world: MCUWorld, relevant: frozenset[str]) -> str:
     ]
     lines.append("mobs in view: " + ("; ".join(mobs) or "none"))
     items = [f"{name} x{world.count(name)}" for name in _held_items(world)]
+    items += [
+        f"{world.player.inventory.slots[slot][0]} ({', '.join(extras)})"
+        for slot in sorted(set(world.enchantments) | set(world.names))
+        if world.player.inventory.slots[slot]
+        and (extras := [*world.enchantments.get(slot, ()), *_named(world, slot)])
+    ]
     lines.append("inventory: " + (", ".join(items) or "empty"))
     lines.append("events: " + ("; ".join(world.log) or "none"))
     report = "\n".join(lines)
@@ -173,6 +179,10 @@ def _held_items(world: MCUWorld) -> list[str]:
         if content is not None:
             seen[content[0]] = None
     return list(seen)
+
+
+def _named(world: MCUWorld, slot: int) -> list[str]:
+    return [f"named {world.names[slot]!r}"] if slot in world.names else []
 
 
 def _mob_state(mob) -> str:

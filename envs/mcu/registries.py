@@ -402,8 +402,9 @@ def _check(registry: Registry) -> None:
             if item not in known:
                 raise ValueError(f"mobs.yaml: {mob.name} drops unknown item {item}")
     for mob, care in registry.care.items():
-        for item in (*care.food, care.tame_with or "ride", care.shear or "ride"):
-            if mob not in registry.mobs or (item != "ride" and item not in known):
+        items = [*care.food, *(i for i in (care.tame_with, care.shear) if i not in (None, "ride"))]
+        for item in items if mob in registry.mobs else [mob]:
+            if item not in known:
                 raise ValueError(f"mobs.yaml: care of {mob} names unknown {item}")
     for potion in registry.potions.values():
         for item in (potion.base, potion.ingredient):

@@ -12,7 +12,8 @@ Follows Minecraft 1.16 as MCU's Craft Tools and Others tasks use it (Zheng et al
   quarter of its durability restored (as many as needed, up to full).
 
 Departures: no enchanting-table offers drawn at random (the player names the enchantment) and no
-growing anvil costs; enchantments and names are kept per inventory slot only for the report.
+growing anvil costs; enchantments and names are kept per inventory slot (they move with the
+stack when it is wielded) and shown in the report.
 """
 
 from __future__ import annotations

@@ -309,6 +309,8 @@ class MCUWorld:
                 slots[slot] = (item, content[1] - moved) if content[1] > moved else None
                 if slots[slot] is None:
                     self.wear[slot] = 0
+                    self.enchantments.pop(slot, None)
+                    self.names.pop(slot, None)
                 taken += moved
         return taken
 
@@ -320,6 +322,9 @@ class MCUWorld:
             if content is not None and content[0] == item:
                 slots[slot], slots[selected] = slots[selected], slots[slot]
                 self.wear[slot], self.wear[selected] = self.wear[selected], self.wear[slot]
+                for table in (self.enchantments, self.names):
+                    moving = table.pop(slot, None), table.pop(selected, None)
+                    table.update({s: v for s, v in zip((selected, slot), moving, strict=True) if v})
                 return True
         return False
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from omnigym.envs.mcu import init_commands
+from omnigym.envs.mcu import init_commands, observe
 from omnigym.envs.mcu.commands import InvalidCommand, execute
 from omnigym.envs.mcu.registries import registry
 
@@ -55,6 +55,10 @@ def test_enchanting_costs_lapis_and_levels_and_fits_only_its_tools():
     execute(world, "enchant iron pickaxe with efficiency")
     assert world.levels == 2 and world.count("lapis_lazuli") == 2
     assert world.events["enchanted", "iron_pickaxe", "efficiency"] == 1
+    world.give("stick")
+    execute(world, "equip stick")
+    execute(world, "equip iron_pickaxe")
+    assert "iron_pickaxe (efficiency)" in observe.text(world, frozenset())
     with pytest.raises(InvalidCommand, match="without efficiency"):
         execute(world, "enchant iron_pickaxe with efficiency")
     with pytest.raises(InvalidCommand, match="costs 3 lapis"):
