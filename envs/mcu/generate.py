@@ -27,7 +27,7 @@ import yaml
 from omnigym.envs.mcu import templates_care, templates_stations, templates_world
 from omnigym.envs.mcu.planner import needs_table, plan
 from omnigym.envs.mcu.registries import TIER_LEVELS, Registry, registry
-from omnigym.envs.mcu.tasks import TASK_DIR, parse_task
+from omnigym.envs.mcu.tasks import TASK_DIR
 from omnigym.envs.mcu.template_kit import (
     article,
     at,
@@ -38,7 +38,7 @@ from omnigym.envs.mcu.template_kit import (
     task,
     words,
 )
-from omnigym.envs.mcu.verify import verify_task
+from omnigym.envs.mcu.verify import add_pool_arguments, pool_settings, verify_all
 from omnigym.envs.mcu.world import GROUND_BLOCKS
 
 TEMPLATES_FILE = Path(__file__).parent / "data" / "task_templates.yaml"
@@ -385,12 +385,15 @@ def candidates(seed: int) -> list[dict]:
     return out
 
 
-def generate(seed: int, seeds: list[int], out: Path = TASK_DIR) -> dict[str, int]:
-    """Writes the verified tasks and their index to ``out``; returns tasks kept per category."""
+def generate(
+    seed: int, seeds: list[int], out: Path = TASK_DIR, pool: dict | None = None
+) -> dict[str, int]:
+    """Writes the verified tasks and their index to ``out``; returns tasks kept per category.
+    ``pool``: where the verification runs (see :func:`omnigym.envs.mcu.verify.verify_all`)."""
     out.mkdir(parents=True, exist_ok=True)
     kept, dropped = [], []
-    for data in candidates(seed):
-        result = verify_task(parse_task(data, f"{data['name']}.yaml"), seeds, VERIFIED_LEVELS)
+    made = candidates(seed)
+    for data, result in zip(made, verify_all(made, seeds, VERIFIED_LEVELS, pool), strict=True):
         if result["success"]:
             kept.append((data, result))
         else:
@@ -424,8 +427,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="generation seed")
     parser.add_argument("--seeds", default="0,1,2", help="verification seeds, comma-separated")
     parser.add_argument("--out", type=Path, default=TASK_DIR, help="task folder")
+    add_pool_arguments(parser)
     args = parser.parse_args(argv)
-    counts = generate(args.seed, [int(s) for s in args.seeds.split(",")], args.out)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    counts = generate(args.seed, seeds, args.out, pool_settings(args))
     for category, n in sorted(counts.items()):
         print(f"{category}: {n}")
     print(f"total: {sum(counts.values())}")

@@ -3,12 +3,13 @@
 The counterpart of MCU's run-and-refine loop (Zheng et al., ICML 2025; ``docs/mcu.md``). Run::
 
     python -m omnigym.envs.mcu.verify [--difficulty simple,hard] [--seeds 0,1,2] [--tasks a,b]
-        [--out verify_report.json]
+        [--out verify_report.json] [--workers N] [--backend local|ray] [--address auto|HOST:PORT]
 
 It plays each listed task (all verified tasks by default) with its oracle at each difficulty,
 writes a JSON report (per task: success per seed, steps, ticks, failure reason, and the same
 per difficulty) and prints the successes per
-category; the exit status is 1 when any task fails.
+category; the exit status is 1 when any task fails. Tasks are verified one job each in a pool
+(:mod:`omnigym.pool`): ``--workers`` local processes, or Ray tasks with ``--backend ray``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 from omnigym.envs.mcu import oracles
 from omnigym.envs.mcu.difficulty import check
 from omnigym.envs.mcu.env import AtomicEnv
-from omnigym.envs.mcu.tasks import Task, list_tasks, load_task
+from omnigym.envs.mcu.tasks import Task, list_tasks, load_task, parse_task
+from omnigym.pool import BACKENDS, make_pool
 
 
 def verify_task(
@@ -60,6 +62,42 @@ def _verify_level(task: Task, seeds: list[int], difficulty: str) -> dict[str, An
     }
 
 
+def _verify_job(job: tuple[str | dict, list[int], tuple[str, ...]]) -> dict[str, Any]:
+    task, seeds, difficulties = job
+    # A verified task's name, or a generated task's data (not yet written).
+    loaded = parse_task(task, f"{task['name']}.yaml") if isinstance(task, dict) else load_task(task)
+    return verify_task(loaded, seeds, difficulties)
+
+
+def verify_all(
+    tasks: list[str | dict],
+    seeds: list[int],
+    difficulties: tuple[str, ...],
+    pool: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`verify_task` for each of ``tasks`` (names of verified tasks, or a task file's
+    data), in order, one job each in the pool that ``pool`` describes (the keyword arguments of
+    :func:`omnigym.pool.make_pool`; default one local worker, this process)."""
+    settings = {"workers": 1, **(pool or {})}
+    jobs = [(task, seeds, difficulties) for task in tasks]
+    with make_pool(**settings, job="each task's verification") as workers:
+        return list(workers.map(_verify_job, jobs))
+
+
+def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workers``, ``--backend`` and ``--address`` (see :func:`pool_settings`)."""
+    parser.add_argument("--workers", type=int, default=1, help="verification jobs at once")
+    parser.add_argument("--backend", default="local", choices=BACKENDS, help="pool backend")
+    parser.add_argument(
+        "--address", default=None, help="with --backend ray: auto or the head node's HOST:PORT"
+    )
+
+
+def pool_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The pool the command line asks for, as :func:`verify_all` takes it."""
+    return {"workers": args.workers, "backend": args.backend, "address": args.address}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2", help="seeds, comma-separated")
@@ -68,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         "--difficulty", default="simple", help="difficulties, comma-separated (simple,hard)"
     )
     parser.add_argument("--out", type=Path, default=Path("verify_report.json"))
+    add_pool_arguments(parser)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     difficulties = tuple(check(level) for level in args.difficulty.split(","))
@@ -75,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     report = {}
     solved: Counter = Counter()
     total: Counter = Counter()
-    for name in names:
+    results = verify_all(names, seeds, difficulties, pool_settings(args))
+    for name, result in zip(names, results, strict=True):
         task = load_task(name)
-        report[name] = verify_task(task, seeds, difficulties)
+        report[name] = result
         total[task.category] += 1
         solved[task.category] += report[name]["success"]
         if not report[name]["success"]:

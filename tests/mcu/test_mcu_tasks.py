@@ -75,6 +75,21 @@ def test_verify_writes_a_report(tmp_path):
     assert report["drop_stick"]["steps"] == 1
 
 
+def test_verify_in_two_workers_writes_the_same_report_as_one(tmp_path):
+    argv = ["--seeds", "0", "--tasks", "eat_bread,drop_stick,combat_spiders,mine_dirt"]
+    reports = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"report{workers}.json"
+        assert (
+            verify.main(
+                [*argv, "--difficulty", "simple,hard", "--workers", workers, "--out", str(out)]
+            )
+            == 0
+        )
+        reports.append(json.loads(out.read_text()))
+    assert reports[0] == reports[1] and len(reports[0]) == 4
+
+
 def test_verify_reports_each_difficulty(tmp_path):
     out = tmp_path / "report.json"
     argv = ["--seeds", "0", "--tasks", "combat_spiders", "--difficulty", "simple,hard"]
