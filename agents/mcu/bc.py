@@ -7,9 +7,10 @@ tiny GPT-2 and its BPE tokenizer of :func:`~omnigym.llm_agents.models.build_tiny
 completion-only SFT of :func:`~omnigym.llm_agents.bc.train_sft`, constrained decoding of
 :class:`~omnigym.llm_agents.policy.LMPolicy`). Algorithm (:meth:`MCUBCAgent.learn`):
 
-1. **Demonstrations**: the oracle plays every task of the curated suite (its atomic tasks and the
-   parts of its compositions) at the simple level, ``demo_seeds`` episodes each; every step
-   gives one example: the :func:`prompt` of the observation and the oracle's command.
+1. **Demonstrations**: the oracle plays every env of the curated suite at the simple level (its
+   atomic tasks and its compositions, or the ``envs`` given), ``demo_seeds`` episodes each;
+   every step gives one example: the :func:`prompt` of the observation and the oracle's
+   command.
 2. **Model**: a tokenizer trained on those texts, a GPT-2 of ``tiny`` size with random weights;
    ``budget`` AdamW updates of the completion's negative log-likelihood.
 3. **Play**: greedy (or sampled at ``temperature``) among :func:`candidates`: the plain
@@ -81,35 +82,37 @@ def _task_names(env: Any) -> list[str]:
 
 
 def demonstrations(
-    tasks: Iterable[str], episodes: int
+    envs: Iterable[str | tuple[str, Mapping[str, Any]]], episodes: int
 ) -> tuple[list[Example], dict[str, list[str]]]:
-    """The oracle's simple-level play of each task, ``episodes`` seeds each: the examples and
-    the commands it used per task."""
-    from omnigym.envs.mcu.env import AtomicEnv
+    """The oracle's play of each env (an id, or an ``(id, kwargs)`` pair), ``episodes`` seeds
+    each: the examples and the commands it used per task (a composition's commands count for
+    each of its parts)."""
+    import omnigym
 
     examples: list[Example] = []
-    seen: dict[str, list[str]] = {}
-    for name in tasks:
-        env = AtomicEnv(name)
+    seen: dict[str, set[str]] = {}
+    for spec in envs:
+        env_id, kwargs = (spec, {}) if isinstance(spec, str) else spec
+        env = omnigym.make(env_id, **dict(kwargs))
+        base = env.unwrapped
         used: set[str] = set()
         for episode in range(episodes):
             observation, _ = env.reset(seed=DEMO_SEED_BASE + episode)
-            for command in solve(env.world, env.task.oracle):
+            for command in solve(base.world, base.task.oracle):
                 examples.append(Example(prompt(observation), command))
                 used.add(command)
                 observation, _, terminated, truncated, _ = env.step(command)
                 if terminated or truncated:
                     break
-        seen[name] = sorted(used)
-    return examples, seen
+        for name in _task_names(env):
+            seen.setdefault(name, set()).update(used)
+        env.close()
+    return examples, {name: sorted(commands) for name, commands in seen.items()}
 
 
-def suite_tasks() -> list[str]:
-    """Every task the curated suite plays: the atomic ids' tasks and the compositions' parts."""
-    names: dict[str, None] = {}
-    for entry in curated():
-        names.update(dict.fromkeys(entry.tasks))
-    return list(names)
+def suite_envs() -> list[str]:
+    """The curated ids at the simple level: atomic tasks and compositions."""
+    return [entry.env_id for entry in curated() if entry.difficulty == "simple"]
 
 
 class MCUBCAgent:
@@ -120,19 +123,23 @@ class MCUBCAgent:
         seed: the model's initial weights and minibatch order (``reset(seed)`` before
             ``learn`` overrides it).
         checkpoint: a folder of :meth:`save` to play.
-        tasks: task names to take demonstrations on (default: :func:`suite_tasks`).
-        demo_seeds: oracle episodes per task.
+        envs: envs to take demonstrations on, ids or ``[id, kwargs]`` pairs (default:
+            :func:`suite_envs`).
+        demo_seeds: oracle episodes per env.
         tiny: the model's size (:class:`~omnigym.llm_agents.models.TinyConfig` fields).
         max_prompt_tokens, batch_size, lr: as LMRL's BC.
         temperature: 0 plays the most likely candidate.
     """
+
+    multitask = True
+    """One model for every task of the suite (an experiment trains it once per seed)."""
 
     def __init__(
         self,
         env: Any = None,
         seed: int = 0,
         checkpoint: str | os.PathLike | None = None,
-        tasks: list[str] | None = None,
+        envs: list | None = None,
         demo_seeds: int = 6,
         tiny: Mapping[str, Any] | None = None,
         max_prompt_tokens: int = 160,
@@ -144,7 +151,7 @@ class MCUBCAgent:
 
         self.env = env
         self.seed = int(seed)
-        self.tasks = tasks
+        self.envs = envs
         self.demo_seeds = int(demo_seeds)
         size = {"layers": 2, "width": 64, "heads": 4, "context": 256} | dict(tiny or {})
         self.tiny = TinyConfig(**size)
@@ -175,12 +182,12 @@ class MCUBCAgent:
 
     def learn(self, env: Any, budget: int) -> MCUBCAgent:
         """``budget`` updates on fresh oracle demonstrations (``env`` only names the run's
-        environment: the demonstrations come from ``tasks``)."""
+        environment: the demonstrations come from ``envs``)."""
         from omnigym.llm_agents.bc import sft_examples, train_sft
         from omnigym.llm_agents.models import build_tiny, require_llm_stack
 
         require_llm_stack()
-        examples, self.seen = demonstrations(self.tasks or suite_tasks(), self.demo_seeds)
+        examples, self.seen = demonstrations(self.envs or suite_envs(), self.demo_seeds)
         rng = np.random.default_rng(self.seed)
         with one_torch_thread():
             texts = [e.observation for e in examples] + [e.completion for e in examples]

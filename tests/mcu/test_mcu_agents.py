@@ -29,7 +29,7 @@ def trained(agent, env_id, budget, folder, **kwargs):
 
 def test_bc_cloned_from_the_oracle_beats_the_untrained_model(tmp_path):
     tasks = ["find_diamond", "sleep_in_bed"]
-    settings = {"tasks": tasks, "demo_seeds": 3}
+    settings = {"envs": [f"MCU/{t}-simple-v0" for t in tasks], "demo_seeds": 3}
     good = trained(BC, "MCU/find_diamond-simple-v0", 60, tmp_path / "bc", **settings)
     bad = trained(BC, "MCU/find_diamond-simple-v0", 1, tmp_path / "untrained", lr=1e-12, **settings)
     for env_id in ("MCU/find_diamond-simple-v0", "MCU/sleep_in_bed-simple-v0"):
