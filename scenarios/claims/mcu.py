@@ -161,7 +161,7 @@ def _difficulty_drop(run: Run) -> dict[str, Any]:
 
 
 def _programmatic(run: Run) -> dict[str, Any]:
-    text = "BC's Task Progress is higher on programmatic than on creative tasks"
+    text = "BC's Task Progress is higher on programmatic than on creative atomic tasks"
     paper = {"STEVE-1 progress programmatic / creative": [38.4, 22.6]}
     kinds = {}
     for kind in ("programmatic", "creative"):
