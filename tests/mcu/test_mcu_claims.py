@@ -52,6 +52,7 @@ PATTERN = {
     },
 }
 PATTERN[PPO] = dict(PATTERN[BC])
+PILLAR_HARD = ("MCU/pillar-hard-v0",)
 # Other dimensions (0-10): error recognition and creative attempts lowest for the learners.
 OTHERS = {
     "action_control": 6.0,
@@ -106,7 +107,7 @@ def broken(agent, env, value, *more):
         (1, broken(ORACLE, "MCU/pillar-hard-v0", 9.0), OTHERS),
         (2, {**PATTERN, RANDOM: dict.fromkeys(ENVS, 2.0)}, OTHERS),
         (2, broken(RANDOM, "MCU/mine-simple-v0", 10.0), OTHERS),
-        (3, broken(BC, "MCU/mine-hard-v0", 6.0, "MCU/mine-simple-v0", "MCU/pillar-hard-v0"), OTHERS),
+        (3, broken(BC, "MCU/mine-hard-v0", 6.0, "MCU/mine-simple-v0", *PILLAR_HARD), OTHERS),
         (4, broken(BC, "MCU/pillar-simple-v0", 10.0, "MCU/pillar-hard-v0"), OTHERS),
         (5, PATTERN, {**OTHERS, "material_selection_and_usage": 0.2}),
         (6, broken(BC, "MCU/mine_and_pillar-v0", 10.0), OTHERS),
