@@ -69,8 +69,10 @@ def test_omnigym_eval_exports_the_ratings_of_its_episodes(tmp_path, capsys):
     from omnigym.cli import main as cli
 
     out = tmp_path / "ratings"
-    cli(["eval", "MCU/sleep_in_bed-simple-v0", "--agent", "oracle", "--episodes", "2"]
-        + ["--export-ratings", str(out)])
+    cli(
+        ["eval", "MCU/sleep_in_bed-simple-v0", "--agent", "oracle", "--episodes", "2"]
+        + ["--export-ratings", str(out)]
+    )
     assert sorted(p.name for p in out.iterdir()) == [
         "MCU-sleep_in_bed-simple-v0__oracle__s0_e0.json",
         "MCU-sleep_in_bed-simple-v0__oracle__s0_e1.json",
