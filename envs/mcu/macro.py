@@ -188,11 +188,7 @@ def command(world: MCUWorld, macro: Macro) -> str:
     if verb == "attack":
         return _attack(world, target)
     if verb == "craft":
-        return (
-            _first(oracles.craft_items(world, target, 1))
-            if world.count(target) < 64
-            else (f"craft {target}")
-        )
+        return _first(oracles.craft_items(world, target, world.count(target) + 1))
     if verb == "smelt":
         return _smelt(world, target)
     return f"{verb} {target}"
