@@ -60,12 +60,6 @@ class MCUPPOAgent(SB3Agent):
 
         return build
 
-    def learn(self, env: Any, budget: int) -> MCUPPOAgent:
-        """Train for ``budget`` steps on copies of ``env`` (the unwrapped text env or its id)."""
-        target = env.unwrapped.spec if isinstance(env, gym.Env) and env.spec is None else env
-        super().learn(target, budget)
-        return self
-
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self._invalid = False
