@@ -17,6 +17,9 @@ Cases, with their targets (``TARGETS``; "recorded" cases have none):
   recorded, with its ratio to ``single_rgb`` (expected ≥ 1.5).
 - ``soft_reset``: ChopTree RGB ``reset()`` time over ``step()`` time: < 10 steps.
 - ``open_world_rgb``: OpenWorld 320×180 RGB: recorded.
+- ``mcu_text``: the MCU family on the same engine (``docs/mcu.md``), text mode:
+  ``MCU/Atomic-v0`` on ``combat_spiders`` (a mob that moves every tick), a command drawn uniformly
+  among the plain ones per step; the median time of one ``step()`` in ms: ≤ 0.5 ms.
 - ``crafter``: Crafter (Hafner, ICLR 2022; ``pip install crafter``), ``crafter.Env()`` 64×64:
   recorded; every steps/s case above gets ``ratio_vs_crafter`` = ours / Crafter.
 
@@ -52,12 +55,14 @@ CASES = (
     "vector_rgb_two_cores",
     "soft_reset",
     "open_world_rgb",
+    "mcu_text",
 )
 TARGETS: dict[str, dict[str, Any]] = {
     "single_rgb": {"op": ">=", "value": 3000.0, "unit": "steps/s"},
     "single_voxels": {"op": ">=", "value": 20000.0, "unit": "steps/s"},
     "vector_voxels": {"op": ">=", "value": 20000.0, "unit": "steps/s"},
     "soft_reset": {"op": "<", "value": 10.0, "unit": "steps"},
+    "mcu_text": {"op": "<=", "value": 0.5, "unit": "ms"},
 }
 VECTOR_RGB_EXPECTED = 1.5
 """Expected ratio of ``vector_rgb_two_cores`` to ``single_rgb``: recorded beside the figure, not a
@@ -253,10 +258,50 @@ def case_crafter(seconds: float, warmup: int) -> dict[str, Any]:
     }
 
 
+def case_mcu_text(seconds: float, warmup: int) -> dict[str, Any]:
+    """Median, mean and 90th percentile of one MCU text-mode ``step()``, in ms."""
+    import numpy as np
+
+    from omnigym.envs.mcu.env import AtomicEnv
+    from omnigym.envs.mcu.macro import PRIMITIVES
+
+    start = time.perf_counter()
+    env = AtomicEnv("combat_spiders")
+    env.reset(seed=0)
+    compile_s = time.perf_counter() - start
+    rng = np.random.default_rng(0)
+    commands = [PRIMITIVES[i] for i in rng.integers(len(PRIMITIVES), size=1 << 12)]
+    times: list[float] = []
+    deadline = time.perf_counter() + seconds
+    k = 0
+    while k < warmup or time.perf_counter() < deadline:
+        tick = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(commands[k & 0xFFF])
+        if k >= warmup:
+            times.append(time.perf_counter() - tick)
+        k += 1
+        if terminated or truncated:
+            env.reset()
+    ms = 1e3 * np.array(times)
+    return {
+        "task": "MCU/Atomic-v0 combat_spiders, random plain commands",
+        "status": "ok",
+        "kernel": "MCU rules (Python) on the Craft engine",
+        "compile_s": compile_s,
+        "steps": len(times),
+        "value": float(np.median(ms)),
+        "unit": "ms",
+        "mean_ms": float(ms.mean()),
+        "p90_ms": float(np.percentile(ms, 90)),
+    }
+
+
 def run_case(name: str, seconds: float, warmup: int) -> dict[str, Any]:
     """Runs case ``name`` in this process and returns its record (no target yet)."""
     if name == "crafter":
         return case_crafter(seconds, warmup)
+    if name == "mcu_text":
+        return case_mcu_text(seconds, warmup)
     if name == "single_rgb":
         return case_single("ChopTree", seconds, warmup)
     if name == "single_voxels":
@@ -393,7 +438,7 @@ def figures(document: dict[str, Any]) -> list[dict[str, Any]]:
         details = {k: v for k, v in record.items() if k not in ("value", "unit", "target")}
         result.append(
             {
-                "name": f"craft {name}",
+                "name": name.replace("_", " ") if name.startswith("mcu") else f"craft {name}",
                 "value": record.get("value"),
                 "unit": record.get("unit"),
                 "reference": None if target is None else target["value"],

@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     _backend_arguments(evaluation, default="local")
     evaluation.add_argument("--out", type=Path, help="write episodes, scorecard and report here")
     evaluation.add_argument("--json", action="store_true", help="print the scorecard record")
+    evaluation.add_argument(
+        "--export-ratings",
+        type=Path,
+        metavar="DIR",
+        help="MCU ids: write one MCU-style rating JSON per episode into DIR",
+    )
     evaluation.set_defaults(handler=_eval)
 
     run = commands.add_parser("run", help="run a scenario file")
@@ -277,6 +283,11 @@ def _eval(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
+    if args.export_ratings:
+        from omnigym.evaluators.mcu_ratings import write_ratings
+
+        paths = write_ratings(records, args.export_ratings)
+        print(f"wrote {len(paths)} ratings to {args.export_ratings}")
     if args.out:
         scorecard = write_outputs(records, args.out, title=f"{args.env_id}: {args.agent}").scorecard
     else:

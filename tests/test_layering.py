@@ -18,9 +18,9 @@ FOLDERS = {
     "scenarios": "omnigym.scenarios",
 }
 FAMILIES = ("craft", "mcu", "lmrl", "safety", "diplomacy", "methods")
-PUBLIC_MODULES = {"omnigym.envs.craft.engine"}
+PUBLIC_MODULES = {"omnigym.envs.craft.engine", "omnigym.envs.craft.render"}
 """Family modules documented as public, which other families may build on (MCU on the Craft
-engine)."""
+engine, and on its renderer for ``pixels=True``)."""
 
 
 def _module_name(path: Path) -> str:

@@ -22,6 +22,7 @@ from omnigym.envs.mcu import observe
 from omnigym.envs.mcu.commands import InvalidCommand, execute
 from omnigym.envs.mcu.episode_log import StepRecord
 from omnigym.envs.mcu.evaluation import evaluate
+from omnigym.envs.mcu.pixels import FRAME_SIZE, Camera
 from omnigym.envs.mcu.registries import registry
 from omnigym.envs.mcu.tasks import Task, load_task
 from omnigym.envs.mcu.world import MCUWorld
@@ -50,7 +51,9 @@ class AtomicEnv(gym.Env):
     int16)``, block ids ``[right, up, forward]`` around the feet, −1 beyond the visibility
     radius), ``inventory`` (``Box(0, 2304, (n_items,), int32)`` counts in registry order),
     ``stats`` (``Box(-inf, inf, (12,), float32)``: health, hunger, x, y, z, facing, pitch, time,
-    weather, visibility radius, armour, effect bits) and ``task`` (the instruction).
+    weather, visibility radius, armour, effect bits), ``task`` (the instruction) and, with
+    ``pixels=True``, ``rgb`` (``Box(0, 255, (128, 128, 3), uint8)``, the first-person frame of
+    :mod:`omnigym.envs.mcu.pixels`).
 
     ## Rewards
     The increase in milestone progress (weights sum to 1; success counts as all of it), so an
@@ -73,7 +76,8 @@ class AtomicEnv(gym.Env):
     :class:`~omnigym.envs.mcu.tasks.Task` (the generator checks candidates so); ``difficulty``:
     ``"simple"`` (the task file as written), ``"medium"`` or ``"hard"`` (seeded perturbations of
     the scene at each reset, :mod:`omnigym.envs.mcu.difficulty`, listed in
-    ``info["perturbations"]``); ``pixels``: ``False`` (frames are not built).
+    ``info["perturbations"]``); ``pixels``: add the ``rgb`` frame (off by default: a frame
+    costs far more than a text step).
     """
 
     metadata = {"render_modes": []}
@@ -82,9 +86,8 @@ class AtomicEnv(gym.Env):
         self, task: str | Task = "collect_wood", difficulty: str = "simple", pixels: bool = False
     ):
         levels.check(difficulty)
-        if pixels:
-            raise ValueError("pixels=True is not available yet: observations are symbolic")
         self.difficulty = difficulty
+        self.camera = Camera() if pixels else None
         self.registry = registry()
         self._use_task(task if isinstance(task, Task) else load_task(task))
         n_items = len(self.registry.item_names)
@@ -98,6 +101,9 @@ class AtomicEnv(gym.Env):
                 "task": text_space(ACTION_MAX_LENGTH * 4),
             }
         )
+        if pixels:
+            frame = (FRAME_SIZE, FRAME_SIZE, 3)
+            self.observation_space["rgb"] = spaces.Box(0, 255, frame, np.uint8)
         self.world: MCUWorld | None = None
 
     def _use_task(self, task: Task) -> None:
@@ -207,7 +213,7 @@ class AtomicEnv(gym.Env):
             "inventory": observe.inventory(world),
             "stats": observe.stats(world),
             "task": self.task.text,
-        }
+        } | ({"rgb": self.camera.frame(world)} if self.camera else {})
 
     def _info(self, reason: str | None, success: bool) -> dict[str, Any]:
         return {

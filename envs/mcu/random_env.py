@@ -21,8 +21,8 @@ class RandomTaskEnv(AtomicEnv):
     ``category``, ``subcategory``: draw only among the verified tasks so labelled (``None``:
     any); a filter that matches no task raises ``ValueError`` naming it. ``difficulty``:
     ``"simple"``, ``"medium"`` or ``"hard"`` (:mod:`omnigym.envs.mcu.difficulty`).
-    ``composite``: ``False`` (random compositions are not drawn yet; ``MCU/Compose-v0`` builds
-    given ones).
+    ``pixels``: add the ``rgb`` frame. ``composite``: ``False`` (random compositions are not
+    drawn yet; ``MCU/Compose-v0`` builds given ones).
     """
 
     def __init__(
@@ -31,6 +31,7 @@ class RandomTaskEnv(AtomicEnv):
         subcategory: str | None = None,
         difficulty: str = "simple",
         composite: bool = False,
+        pixels: bool = False,
     ):
         if composite:
             raise ValueError("composite=True is not available yet: only atomic tasks are drawn")
@@ -41,7 +42,7 @@ class RandomTaskEnv(AtomicEnv):
                 f"no verified task has category={category!r} and subcategory={subcategory!r};"
                 f" known (category, subcategory) pairs: {labels}"
             )
-        super().__init__(self.names[0], difficulty=difficulty)
+        super().__init__(self.names[0], difficulty=difficulty, pixels=pixels)
 
     def _next_task(self) -> None:
         self._use_task(load_task(self.names[int(self.np_random.integers(len(self.names)))]))

@@ -57,7 +57,6 @@ def test_non_str_action_raises_value_error_naming_the_text_space():
     [
         ({"difficulty": "extreme"}, "difficulty"),
         ({"task": "combat_spidres"}, "combat_spiders"),
-        ({"pixels": True}, "pixels"),
     ],
 )
 def test_bad_constructor_arguments_raise_naming_the_argument(kwargs, name):

@@ -63,3 +63,32 @@ def test_the_command_line_rates_the_episodes_of_a_real_run(tmp_path):
     scores = json.loads(path.read_text())["scores"]
     assert scores["Task Progress"]["score"] == 10.0
     assert scores["Task Completion Efficiency"]["score"] == 10.0
+
+
+def test_omnigym_eval_exports_the_ratings_of_its_episodes(tmp_path, capsys):
+    from omnigym.cli import main as cli
+
+    out = tmp_path / "ratings"
+    cli(
+        ["eval", "MCU/sleep_in_bed-simple-v0", "--agent", "oracle", "--episodes", "2"]
+        + ["--export-ratings", str(out)]
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "MCU-sleep_in_bed-simple-v0__oracle__s0_e0.json",
+        "MCU-sleep_in_bed-simple-v0__oracle__s0_e1.json",
+    ]
+    assert "wrote 2 ratings" in capsys.readouterr().out
+
+
+def test_the_judge_hook_writes_rubric_log_rating_and_frames_per_episode(tmp_path):
+    from omnigym.evaluators.mcu_judge import write_judge_material
+
+    (folder,) = write_judge_material(
+        "MCU/sleep_in_bed-simple-v0", "oracle", 1, tmp_path, pixels=True
+    )
+    assert "Sleep in the white bed." in (folder / "rubric.txt").read_text()
+    log = (folder / "log.txt").read_text()
+    assert "> sleep" in log and "slept" in log
+    assert json.loads((folder / "rating.json").read_text())["success"] is True
+    frames = sorted((folder / "frames").iterdir())
+    assert len(frames) == log.count("> ") + 1
