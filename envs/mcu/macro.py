@@ -33,10 +33,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from omnigym.envs.mcu import oracles
 from omnigym.envs.mcu.crafting import STATION_RANGE
 from omnigym.envs.mcu.evaluation import relevant
 from omnigym.envs.mcu.observe import relative
+from omnigym.envs.mcu.oracles import navigation, solvers
 from omnigym.envs.mcu.world import FACINGS, MCUWorld
 
 PRIMITIVES = (
@@ -132,7 +132,7 @@ def _approach(world: MCUWorld, target: str) -> str:
     if not cells:
         return "noop"
     goal = cells[0]
-    return _first(oracles.walk(world, lambda c: math.dist(c, goal) <= APPROACH_RADIUS))
+    return _first(navigation.walk(world, lambda c: math.dist(c, goal) <= APPROACH_RADIUS))
 
 
 def _mine(world: MCUWorld, block: str) -> str:
@@ -140,9 +140,9 @@ def _mine(world: MCUWorld, block: str) -> str:
     if not cells:
         return "noop"
     if world.target() in cells:
-        tool = oracles.best_tool(world, world.registry.blocks[block].tool)
-        return next(oracles.equip(world, tool), "mine")
-    return _first(oracles.aim_at(world, cells))
+        tool = navigation.best_tool(world, world.registry.blocks[block].tool)
+        return next(navigation.equip(world, tool), "mine")
+    return _first(navigation.aim_at(world, cells))
 
 
 def _attack(world: MCUWorld, mob: str) -> str:
@@ -159,12 +159,12 @@ def _attack(world: MCUWorld, mob: str) -> str:
         return "wait"
     if max(abs(dx), abs(dz)) <= 1:
         direction = FACINGS.index((dx, 0) if abs(dx) >= abs(dz) else (0, dz))
-        return _first(oracles.turn_to(world, direction)) if direction != world.facing else "wait"
-    directions = oracles.route(world, lambda c: max(abs(c[0] - mx), abs(c[2] - mz)) <= 1)
+        return _first(navigation.turn_to(world, direction)) if direction != world.facing else "wait"
+    directions = navigation.route(world, lambda c: max(abs(c[0] - mx), abs(c[2] - mz)) <= 1)
     if not directions:
         return "wait"
     return (
-        _first(oracles.turn_to(world, directions[0]))
+        _first(navigation.turn_to(world, directions[0]))
         if directions[0] != world.facing
         else ("move forward")
     )
@@ -172,7 +172,7 @@ def _attack(world: MCUWorld, mob: str) -> str:
 
 def _smelt(world: MCUWorld, item: str) -> str:
     if not world.cells_of("furnace", STATION_RANGE):
-        return _first(oracles.reach_station(world, "furnace"))
+        return _first(solvers.reach_station(world, "furnace"))
     return f"smelt {item}"
 
 
@@ -188,7 +188,7 @@ def command(world: MCUWorld, macro: Macro) -> str:
     if verb == "attack":
         return _attack(world, target)
     if verb == "craft":
-        return _first(oracles.craft_items(world, target, world.count(target) + 1))
+        return _first(solvers.craft_items(world, target, world.count(target) + 1))
     if verb == "smelt":
         return _smelt(world, target)
     return f"{verb} {target}"
