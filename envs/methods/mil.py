@@ -90,7 +90,7 @@ class MILTransfer(MethodEnv):
     ## Rewards
 
     AUROC of the positive class (``same-organ``, ``shift``) or balanced accuracy
-    (``cross-organ``, 4 classes). Metrics: ``auroc`` (one-vs-rest macro for 4 classes),
+    (``cross-organ``, 4 classes). Metrics: ``score`` (the reward), ``auroc`` (one-vs-rest macro for 4 classes),
     ``balanced_accuracy`` and ``accuracy`` of the most probable class. A failed answer (NaN,
     rows off the simplex) scores 0 with ``info["invalid_action"]``.
 
@@ -143,7 +143,7 @@ class MILTransfer(MethodEnv):
             return None
         metrics = classification_metrics(solution, self.instance)
         reward = metrics["auroc"] if self.classes == 2 else metrics["balanced_accuracy"]
-        return reward, metrics
+        return reward, {"score": reward, **metrics}
 
 
 def classification_metrics(probabilities: np.ndarray, labels: np.ndarray) -> dict[str, float]:

@@ -5,8 +5,8 @@ A slide is a bag of patch features, as a frozen patch encoder would give them (S
 2025, use UNI features of 256 px patches). Here every patch is an instance x ∈ R⁶⁴ drawn around
 one of 40 prototype clusters (a tissue or cell type) or from a broad background:
 
-- the 40 prototype centres lie in a random 16-d subspace of R⁶⁴ (pairwise distances about
-  ``SEPARATION``); an instance of prototype k is μ_k + N(0, I) (isotropic unit noise in all 64
+- the 40 prototype centres are orthogonal directions of R⁶⁴ (a random rotation), every two
+  ``SEPARATION`` apart; an instance of prototype k is μ_k + N(0, I) (isotropic unit noise in all 64
   dimensions); a background instance is N(0, ``BACKGROUND``² I);
 - every slide adds one offset N(0, ``STAIN``² I) to all its instances (stain and scanner
   variation between slides);
@@ -28,8 +28,8 @@ classes: which diagnostic prototype), and the three targets:
 - ``cross-organ``: organ 1 (never seen by the single-organ task; it shares the tissue prototypes
   20–24 with organ 0), 4 classes: which of its diagnostic prototypes 4–7 the slide carries;
 - ``shift``: organ 0, every slide carries prototype 2; positive when that prototype's instances
-  are shifted by ``SHIFT`` (in units of the instance noise) along a fixed direction of the
-  prototype subspace, a subtle change of morphology within one cell type.
+  are shifted by ``SHIFT`` (in units of the instance noise) along a fixed direction
+  orthogonal to every centre, a subtle change of morphology within one cell type.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 FEATURES = 64
-SUBSPACE = 16
 PROTOTYPES = 40
 ORGANS = 5
 DIAGNOSTIC = 4
@@ -52,7 +51,7 @@ SHIFT = 1.5
 WORLD_SEED = 0
 #: Background and diagnostic shares of a slide's instances (low, high).
 BACKGROUND_SHARE = (0.2, 0.4)
-DIAGNOSTIC_SHARE = (0.05, 0.12)
+DIAGNOSTIC_SHARE = (0.1, 0.2)
 #: Bags of the pretraining tasks (each).
 PRETRAIN_BAGS = 2000
 PRETRAIN_INSTANCES = 100
@@ -70,11 +69,10 @@ class World:
 def world() -> World:
     """The fixed world of seed :data:`WORLD_SEED`."""
     rng = np.random.default_rng(WORLD_SEED)
-    basis, _ = np.linalg.qr(rng.standard_normal((FEATURES, SUBSPACE)))
-    # E|g_k - g_j|² = 2·SUBSPACE·s², so s sets the typical distance between centres.
-    scale = SEPARATION / np.sqrt(2 * SUBSPACE)
-    centres = rng.standard_normal((PROTOTYPES, SUBSPACE)) * scale @ basis.T
-    direction = basis @ _unit(rng.standard_normal(SUBSPACE))
+    basis, _ = np.linalg.qr(rng.standard_normal((FEATURES, FEATURES)))
+    # Orthogonal centres of norm SEPARATION/√2: every pair is SEPARATION apart.
+    centres = basis[:, :PROTOTYPES].T * SEPARATION / np.sqrt(2)
+    direction = basis[:, PROTOTYPES:] @ _unit(rng.standard_normal(FEATURES - PROTOTYPES))
     return World(centres, direction)
 
 
