@@ -266,13 +266,12 @@ def _rate(aggregator: str) -> float:
 def _key(aggregator: str, task: str) -> str:
     import torch
 
-    world = slides.world()
     recipe = {
         "aggregator": aggregator, "task": task, "seed": PRETRAIN_SEED, "hidden": HIDDEN,
         "bags": slides.PRETRAIN_BAGS, "instances": slides.PRETRAIN_INSTANCES,
         "epochs": PRETRAIN_EPOCHS, "lr": _rate(aggregator), "batch": BATCH,
         "schedule": "cosine", "width": WIDTH,
-        "world": hashlib.sha256(world.centres.tobytes() + world.direction.tobytes()).hexdigest(),
+        "world": hashlib.sha256(slides.world().centres.tobytes()).hexdigest(),
         "slides": [slides.BACKGROUND, slides.STAIN, slides.SHIFT, slides.BACKGROUND_SHARE,
                    slides.DIAGNOSTIC_SHARE],
         "torch": torch.__version__,

@@ -15,21 +15,21 @@ one of 40 prototype clusters (a tissue or cell type) or from a broad background:
 - a slide of organ o holds 20–40 % background, each diagnostic prototype it carries at 3–8 % of
   its instances, and the rest tissue of its organ in Dirichlet(1) proportions.
 
-The world (prototype centres, the subtle shift's direction) is fixed by :data:`WORLD_SEED`; the
+The world (prototype centres, hence the subtle shift's direction) is fixed by :data:`WORLD_SEED`; the
 slides of every draw, pretraining set and target set come from their own generators.
 
 Tasks (:data:`TASKS`): the two pretraining tasks, ``pan-organ`` (20 classes: organ o and which
 one diagnostic prototype 4o + j it carries, class 4o + j) and ``single-organ`` (organ 0 only, 4
 classes: which diagnostic prototype), and the three targets:
 
-- ``same-organ``: organ 0 with a new rule: each of prototypes 0 and 1 is present with
-  probability 0.6, independently; positive when both are (a co-occurrence the pretraining task
-  never asked about);
+- ``same-organ``: organ 0 with a new rule: a slide carries one of its diagnostic prototypes 0–3
+  or none (a benign slide, which pretraining never showed), each with probability 1/5;
+  positive when it carries 0 or 1;
 - ``cross-organ``: organ 1 (never seen by the single-organ task; it shares the tissue prototypes
   20–24 with organ 0), 4 classes: which of its diagnostic prototypes 4–7 the slide carries;
 - ``shift``: organ 0, every slide carries prototype 2; positive when that prototype's instances
-  are shifted by ``SHIFT`` (in units of the instance noise) along a fixed direction
-  orthogonal to every centre, a subtle change of morphology within one cell type.
+  are shifted by ``SHIFT`` (in units of the instance noise) towards prototype 3 (a quarter of
+  the way), a subtle change of morphology within one cell type.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ PRETRAIN_INSTANCES = 100
 
 @dataclass(frozen=True)
 class World:
-    """The prototype centres (40, 64) and the shift direction (64,)."""
+    """The prototype centres (40, 64) and the shift direction (64,), the unit vector from
+    prototype 2 towards prototype 3."""
 
     centres: np.ndarray
     direction: np.ndarray
@@ -72,8 +73,8 @@ def world() -> World:
     basis, _ = np.linalg.qr(rng.standard_normal((FEATURES, FEATURES)))
     # Orthogonal centres of norm SEPARATION/√2: every pair is SEPARATION apart.
     centres = basis[:, :PROTOTYPES].T * SEPARATION / np.sqrt(2)
-    direction = basis[:, PROTOTYPES:] @ _unit(rng.standard_normal(FEATURES - PROTOTYPES))
-    return World(centres, direction)
+    shifted, toward = diagnostic(0)[2:4]
+    return World(centres, _unit(centres[toward] - centres[shifted]))
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -128,9 +129,9 @@ def _single_organ(rng: np.random.Generator):
 
 
 def _same_organ(rng: np.random.Generator):
-    carries = rng.random(2) < 0.6
-    present = [p for p, c in zip(diagnostic(0)[:2], carries, strict=True) if c]
-    return int(carries.all()), 0, present, ()
+    choice = int(rng.integers(DIAGNOSTIC + 1))  # DIAGNOSTIC: none (a benign slide)
+    present = [diagnostic(0)[choice]] if choice < DIAGNOSTIC else []
+    return int(choice < 2), 0, present, ()
 
 
 def _cross_organ(rng: np.random.Generator):

@@ -35,7 +35,7 @@ def test_the_world_has_equidistant_prototypes_and_organs_share_only_tissue():
     gaps = np.linalg.norm(world.centres[:, None] - world.centres[None], axis=-1)
     off = gaps[~np.eye(slides.PROTOTYPES, dtype=bool)]
     assert np.allclose(off, slides.SEPARATION)
-    assert np.allclose(world.centres @ world.direction, 0.0, atol=1e-9)
+    assert np.allclose(world.centres[2] + slides.SEPARATION * world.direction, world.centres[3])
     for organ in range(1, slides.ORGANS):
         assert set(slides.tissue(0)) & set(slides.tissue(organ)) == set(slides.SHARED)
         assert not set(slides.diagnostic(0)) & set(slides.diagnostic(organ))
