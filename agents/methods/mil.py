@@ -17,10 +17,9 @@ MLP), ``max-mil`` (max pooling), ``abmil`` (gated attention), ``transmil`` (Tran
 
 The answer is the model's class probabilities for the test slides.
 
-Departures from the paper: one learning rate, epoch budget and no early stopping for every
-aggregator and initialisation (the paper tunes neither per target either, but trains for up to
-20 epochs with early stopping on a validation split of the full training set, which 40 slides do
-not afford); the linear probe's embedding of ``dsmil`` is its own choice (see
+Departures from the paper: one learning rate and epoch budget for every aggregator and
+initialisation and no early stopping (40 slides leave no validation split worth the name); the
+linear probe's embedding of ``dsmil`` is a choice made here (see
 :func:`omnigym.envs.methods.aggregators.embed`).
 """
 

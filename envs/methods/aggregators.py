@@ -9,9 +9,10 @@ instance) followed by an aggregator and class-specific layers (:data:`AGGREGATOR
 - ``abmil``: gated attention pooling (Ilse et al., ICML 2018): a_i ∝ exp(wᵀ(tanh(V h_i) ⊙
   σ(U h_i))), z = Σ a_i h_i, then a linear head;
 - ``transmil``: TransMIL-lite (after Shao et al., NeurIPS 2021): the instance embeddings
-  projected to 64 dimensions, a class token, and both through two ``torch.nn.TransformerEncoder`` layers (4 heads, pre-norm), the class
+  projected to 64 dimensions, a class token, and both through two
+  ``torch.nn.TransformerEncoder`` layers (4 heads, pre-norm, feed-forward width 128), the class
   token's output through a layer norm and a linear head (no PPEG, full instead of Nyström
-  attention; feed-forward width 128);
+  attention);
 - ``dsmil``: dual-stream MIL (Li et al., CVPR 2021): an instance classifier whose top-scoring
   instance per class is the critical instance; attention of every instance to it by their
   queries, a per-class attention-pooled value b_c and a per-class linear bag score; the logit is
@@ -23,7 +24,7 @@ max-pooled instance embedding). :func:`train` is the one recipe of every fit: Ad
 mini-batches of 8 bags in a seeded order.
 
 Pretrained fixtures (:func:`pretrained`): each aggregator trained on the ``pan-organ`` and the
-``single-organ`` task of :mod:`omnigym.envs.methods.slides` (2,000 bags of 200 instances each,
+``single-organ`` task of :mod:`omnigym.envs.methods.slides` (2,000 bags of 100 instances each,
 drawn from a fixed seed) and kept in the user's cache directory as arrays read back without
 pickle; built in-process once, never downloaded.
 """
@@ -187,9 +188,10 @@ def train(
     seed: int,
     parameters: Any = None,
 ) -> list[float]:
-    """Adam (``learning_rate`` with a cosine decay to 0, weight decay 1e-4) on the cross-entropy of ``model`` for
-    ``epochs`` passes over ``bags`` in mini-batches of :data:`BATCH` (order from ``seed``), on one
-    torch thread; ``dsmil`` averages its two streams' losses. Returns the epoch losses."""
+    """Adam (``learning_rate`` with a cosine decay to 0, weight decay 1e-4) on the cross-entropy
+    of ``model`` for ``epochs`` passes over ``bags`` in mini-batches of :data:`BATCH` (order from
+    ``seed``), on one torch thread; ``dsmil`` averages its two streams' losses. Returns the epoch
+    losses."""
     import torch
     from torch.nn import functional
 

@@ -4,23 +4,24 @@ slides.
 Shao, Chen, Song, Runevic, Lu, Ding, Mahmood, "Do Multiple Instance Learning Models Transfer?",
 ICML 2025.
 
-An instance is a target task of :mod:`omnigym.envs.methods.slides` (``same-organ``: organ 0 with
-a new co-occurrence rule; ``cross-organ``: 4 subtypes of an organ the single-organ pretraining
-never saw; ``shift``: a subtle mean shift of one prototype) with ``train_size`` labelled
-training slides and unlabelled test slides. The MIL aggregators pretrained on the pan-organ
-(20 classes) and the single-organ (4 classes) task are in ``info["instance"]``
-(:class:`Pretrained`, built in-process on first use and cached, see
-:mod:`omnigym.envs.methods.aggregators`). A method answers class probabilities for every test
-slide; binary targets are scored by AUROC, the 4-class one by balanced accuracy (torchmetrics).
+An instance is a target task of :mod:`omnigym.envs.methods.slides` with ``train_size``
+labelled training slides and unlabelled test slides: ``same-organ`` (organ 0 with a new rule,
+positive for two of its four diagnostic prototypes, with benign slides), ``cross-organ`` (the 4
+subtypes of an organ the single-organ pretraining never saw) or ``shift`` (a subtle mean shift
+of one prototype). The MIL aggregators pretrained on the pan-organ (20 classes) and the
+single-organ (4 classes) task are in ``info["instance"]`` (:class:`Pretrained`; built
+in-process on first use and cached, see :mod:`omnigym.envs.methods.aggregators`). A method
+answers class probabilities for every test slide; binary targets are scored by AUROC, the
+4-class one by balanced accuracy (torchmetrics).
 
 Departures from the paper: synthetic bags of 64-d features from 40 prototype clusters stand in
-for UNI features of whole-slide images (TCGA, EBRAINS, BRACS, PANDA and the other 21 target
-tasks); bags hold a fixed 100 instances (``"paper"``; 32 ``"small"``) rather than thousands of
-patches; the pretraining tasks have 2,000 slides instead of the paper's pan-cancer 108-way
-(about 3,000 slides) and single-organ tasks; the aggregators are small (27k–227k parameters)
-and are trained from their own pretraining here instead of checkpoints; a target has 40–80
-training slides by default (the knob ``train_size``) rather than the paper's full training
-splits.
+for UNI patch features of whole-slide images and the paper's 19 target tasks (subtyping,
+grading and molecular tasks on TCGA, EBRAINS, BRACS, PANDA and others); a bag holds a fixed 100
+instances (32 at ``size="small"``) rather than thousands of patches; the pan-organ pretraining
+task has 20 classes and 2,000 slides instead of the pan-cancer task's 108 classes and 3,944
+slides, and the single-organ task has as many slides as the pan-organ one; the aggregators are
+small (27k-102k parameters) and pretrained here; a target has 40 training slides by default
+(the knob ``train_size``) instead of the paper's full training splits and few-shot subsets.
 """
 
 from __future__ import annotations
@@ -90,9 +91,9 @@ class MILTransfer(MethodEnv):
     ## Rewards
 
     AUROC of the positive class (``same-organ``, ``shift``) or balanced accuracy
-    (``cross-organ``, 4 classes). Metrics: ``score`` (the reward), ``auroc`` (one-vs-rest macro for 4 classes),
-    ``balanced_accuracy`` and ``accuracy`` of the most probable class. A failed answer (NaN,
-    rows off the simplex) scores 0 with ``info["invalid_action"]``.
+    (``cross-organ``, 4 classes). Metrics: ``score`` (the reward), ``auroc`` (one-vs-rest macro
+    for 4 classes), ``balanced_accuracy`` and ``accuracy`` of the most probable class. A failed
+    answer (NaN, rows off the simplex) scores 0 with ``info["invalid_action"]``.
 
     ## Episode end
 

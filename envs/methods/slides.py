@@ -15,8 +15,9 @@ one of 40 prototype clusters (a tissue or cell type) or from a broad background:
 - a slide of organ o holds 20–40 % background, each diagnostic prototype it carries at 3–8 % of
   its instances, and the rest tissue of its organ in Dirichlet(1) proportions.
 
-The world (prototype centres, hence the subtle shift's direction) is fixed by :data:`WORLD_SEED`; the
-slides of every draw, pretraining set and target set come from their own generators.
+The world (prototype centres, hence the subtle shift's direction) is fixed by
+:data:`WORLD_SEED`; the slides of every draw, pretraining set and target set come from their own
+generators.
 
 Tasks (:data:`TASKS`): the two pretraining tasks, ``pan-organ`` (20 classes: organ o and which
 one diagnostic prototype 4o + j it carries, class 4o + j) and ``single-organ`` (organ 0 only, 4

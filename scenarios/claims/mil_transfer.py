@@ -76,7 +76,7 @@ def _pretrained_beats_scratch(score: dict, envs: dict) -> dict[str, Any]:
         "aggregators, averaged over 19 target tasks, even across organs (Fig. 1, Table 1)"
     )
     measured = {}
-    for target, sizes in envs.items():
+    for sizes in envs.values():
         env = sizes[0][1]
         gains = {a: _gain(score, env, a) for a in ATTENTION}
         gains = {a: g for a, g in gains.items() if g is not None}
@@ -98,7 +98,7 @@ def _pan_beats_single(score: dict, envs: dict) -> dict[str, Any]:
         "more consistently than single-organ pretraining"
     )
     measured = {}
-    for size, env in envs.get("cross-organ", []):
+    for _, env in envs.get("cross-organ", []):
         table = score[env]
         agents = [a for a in AGGREGATORS if f"{a} {PAN}" in table and f"{a} {SINGLE}" in table]
         if not agents:
