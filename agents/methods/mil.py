@@ -10,7 +10,7 @@ MLP), ``max-mil`` (max pooling), ``abmil`` (gated attention), ``transmil`` (Tran
 
 - ``init``: ``"scratch"`` (random initialisation from the agent's seed), ``"pan-organ"`` or
   ``"single-organ"`` (the aggregator pretrained on that task, from ``info["instance"]``, with its
-  class-specific layers replaced by fresh ones for the target's classes);
+  class-specific layers replaced by zero-initialised ones for the target's classes);
 - ``mode``: ``"finetune"`` (every weight trained on the target's training slides: Adam,
   ``learning_rate`` 1e-3, ``epochs`` 20 passes in mini-batches of 8) or ``"probe"`` (the model
   frozen; a logistic regression of scikit-learn, on standardised bag embeddings, C = 1).
@@ -67,13 +67,10 @@ class MILAgent:
             self.seed = int(seed)
 
     def model(self, instance: Any, classes: int) -> Any:
-        """The starting model: fresh, or the pretrained one with new class-specific layers."""
+        """The starting model: fresh, or the pretrained one with zeroed class-specific layers."""
         if self.init == "scratch":
             return aggregators.build(self.aggregator, classes, self.seed)
-        import torch
-
         model = instance.model(self.aggregator, self.init)
-        torch.manual_seed(self.seed)
         model.new_head(classes)
         return model
 

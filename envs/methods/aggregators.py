@@ -18,6 +18,11 @@ instance) followed by an aggregator and class-specific layers (:data:`AGGREGATOR
   queries, a per-class attention-pooled value b_c and a per-class linear bag score; the logit is
   the mean of the max-instance and the bag score, and training averages the two streams' losses.
 
+``new_head(classes)`` replaces the class-specific layers (the head; ``dsmil``'s instance
+classifier and bag scores) for a transfer target with zero-initialised ones, so that the first
+fine-tuning steps do not push the random gradients of a fresh head into the pretrained layers
+(with random heads, fine-tuning at the shared learning rate scored below the linear probe).
+
 :func:`embed` gives the bag embedding a linear probe reads (the pooled vector before the head;
 for ``dsmil`` the per-class pooled values averaged over the pretraining classes, next to the
 max-pooled instance embedding). :func:`train` is the one recipe of every fit: Adam, cross-entropy,
@@ -67,6 +72,11 @@ def _classes() -> dict[str, Any]:
     import torch
     from torch import nn
 
+    def _zero(layer):
+        nn.init.zeros_(layer.weight)
+        nn.init.zeros_(layer.bias)
+        return layer
+
     class Encoder(nn.Sequential):
         def __init__(self):
             super().__init__(
@@ -100,7 +110,7 @@ def _classes() -> dict[str, Any]:
             return self.head(self.embed(bags)), None
 
         def new_head(self, classes: int) -> None:
-            self.head = nn.Linear(HIDDEN, classes)
+            self.head = _zero(nn.Linear(HIDDEN, classes))
 
     class TransMIL(nn.Module):
         def __init__(self, classes: int):
@@ -124,7 +134,7 @@ def _classes() -> dict[str, Any]:
             return self.head(self.embed(bags)), None
 
         def new_head(self, classes: int) -> None:
-            self.head = nn.Linear(WIDTH, classes)
+            self.head = _zero(nn.Linear(WIDTH, classes))
 
     class DSMIL(nn.Module):
         def __init__(self, classes: int):
@@ -132,11 +142,13 @@ def _classes() -> dict[str, Any]:
             self.encoder = Encoder()
             self.query = nn.Sequential(nn.Linear(HIDDEN, HIDDEN // 2), nn.Tanh())
             self.value = nn.Linear(HIDDEN, HIDDEN)
-            self.new_head(classes)
-
-        def new_head(self, classes: int) -> None:
             self.instance_head = nn.Linear(HIDDEN, classes)
             self.bag_weight = nn.Parameter(torch.randn(classes, HIDDEN) / HIDDEN**0.5)
+            self.bag_bias = nn.Parameter(torch.zeros(classes))
+
+        def new_head(self, classes: int) -> None:
+            self.instance_head = _zero(nn.Linear(HIDDEN, classes))
+            self.bag_weight = nn.Parameter(torch.zeros(classes, HIDDEN))
             self.bag_bias = nn.Parameter(torch.zeros(classes))
 
         def streams(self, bags):
