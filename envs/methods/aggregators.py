@@ -30,8 +30,10 @@ mini-batches of 8 bags in a seeded order.
 
 Pretrained fixtures (:func:`pretrained`): each aggregator trained on the ``pan-organ`` and the
 ``single-organ`` task of :mod:`omnigym.envs.methods.slides` (2,000 bags of 100 instances each,
-drawn from a fixed seed) and kept in the user's cache directory as arrays read back without
-pickle; built in-process once, never downloaded.
+drawn from a fixed seed; 10 epochs of :func:`train` at learning rate 3e-3, 1e-3 for
+``transmil``, which diverges at 3e-3) and kept in the user's cache directory as arrays read
+back without pickle; built in-process once, never downloaded (``python -m
+omnigym.envs.methods.aggregators`` builds all ten ahead of a run).
 """
 
 from __future__ import annotations
@@ -338,3 +340,14 @@ def load(aggregator: str, task: str) -> Any:
     model.load_state_dict({name: torch.tensor(value) for name, value in state.items()})
     model.eval()
     return model
+
+
+def build_fixtures() -> None:
+    """Build (or find cached) every aggregator's fixture on both pretraining tasks."""
+    for aggregator in AGGREGATORS:
+        for task in slides.PRETRAINING:
+            pretrained(aggregator, task)
+
+
+if __name__ == "__main__":
+    build_fixtures()
