@@ -56,6 +56,9 @@ DIAGNOSTIC_SHARE = (0.1, 0.2)
 #: Bags of the pretraining tasks (each).
 PRETRAIN_BAGS = 2000
 PRETRAIN_INSTANCES = 100
+#: What a task's sampler draws for one slide: (label, organ, diagnostic prototypes present,
+#: prototypes shifted).
+Draw = tuple[int, int, list[int], tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -118,29 +121,29 @@ def slide(
     return bag[rng.permutation(instances)].astype(np.float32)
 
 
-def _pan_organ(rng: np.random.Generator) -> tuple[int, list[int], tuple[int, ...]]:
+def _pan_organ(rng: np.random.Generator) -> Draw:
     label = int(rng.integers(ORGANS * DIAGNOSTIC))
     organ = label // DIAGNOSTIC
     return label, organ, [diagnostic(organ)[label % DIAGNOSTIC]], ()
 
 
-def _single_organ(rng: np.random.Generator):
+def _single_organ(rng: np.random.Generator) -> Draw:
     label = int(rng.integers(DIAGNOSTIC))
     return label, 0, [diagnostic(0)[label]], ()
 
 
-def _same_organ(rng: np.random.Generator):
+def _same_organ(rng: np.random.Generator) -> Draw:
     choice = int(rng.integers(DIAGNOSTIC + 1))  # DIAGNOSTIC: none (a benign slide)
     present = [diagnostic(0)[choice]] if choice < DIAGNOSTIC else []
     return int(choice < 2), 0, present, ()
 
 
-def _cross_organ(rng: np.random.Generator):
+def _cross_organ(rng: np.random.Generator) -> Draw:
     label = int(rng.integers(DIAGNOSTIC))
     return label, 1, [diagnostic(1)[label]], ()
 
 
-def _shift(rng: np.random.Generator):
+def _shift(rng: np.random.Generator) -> Draw:
     label = int(rng.integers(2))
     prototype = diagnostic(0)[2]
     return label, 0, [prototype], (prototype,) if label else ()
