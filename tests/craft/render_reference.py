@@ -9,7 +9,8 @@ of magnitude slower than the kernel, which is why only the tests use it.
 
 import numpy as np
 
-from omnigym.envs.craft.render import LIGHT_MAX, Renderer, _texel_factor
+from omnigym.envs.craft.raycast import LIGHT_MAX, _texel_factor
+from omnigym.envs.craft.render import Renderer
 
 
 class ReferenceRenderer(Renderer):
@@ -28,6 +29,7 @@ def render_reference(
     y_top,
     horizon,
     use_horizon,
+    tops,
     origin,
     eye,
     basis,
@@ -45,7 +47,7 @@ def render_reference(
     """The NumPy reference of ``render._render_kernel``: the same arithmetic in the same order,
     vectorised over rays, with the kernel's arguments.
 
-    ``y_top`` and ``horizon`` are unused: the reference walks every ray to its end, with or
+    ``y_top``, ``horizon`` and ``tops`` are unused: the reference walks every ray to its end, with or
     without the hints.
     """
     dims = np.array(grid.shape)
