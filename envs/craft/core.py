@@ -408,20 +408,32 @@ class CraftSim:
 
     def frame(self, viewer: int = 0) -> np.ndarray:
         """The first-person frame of player ``viewer``."""
+        frame = self.renderer.render(*self.view(viewer))
+        self.task.decorate_frame(self, frame, viewer)
+        return frame
+
+    def finish_frame(self, frame: np.ndarray, viewer: int = 0) -> np.ndarray:
+        """``frame`` for player ``viewer`` of a frame drawn from ``view(viewer)`` by other means
+        (``batch.FrameBatch``): grey when the options say so, decorated by the task."""
+        frame = self.renderer.finish(frame)
+        self.task.decorate_frame(self, frame, viewer)
+        return frame
+
+    def view(self, viewer: int = 0) -> tuple:
+        """``Renderer.render``'s arguments for player ``viewer``'s frame (grid, eye, yaw, pitch,
+        entity boxes, light, origin, top row, heights)."""
         player = self.avatars[viewer].player
-        frame = self.renderer.render(
+        return (
             self.world.content,
             player.eye(self.config.eye_height),
             player.yaw,
             player.pitch,
-            entities=self.entity_boxes(viewer),
-            light=self.task.frame_light(self),
-            origin=self.world.origin,
-            top_row=self._top_row,
-            heights=self._heights,
+            self.entity_boxes(viewer),
+            self.task.frame_light(self),
+            self.world.origin,
+            self._top_row,
+            self._heights,
         )
-        self.task.decorate_frame(self, frame, viewer)
-        return frame
 
     def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
         """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of

@@ -29,13 +29,23 @@ SKIP_GROUP = 1 << SKIP_SHIFT
 def skip_tops(heights: np.ndarray | None, shape: tuple[int, int, int]) -> np.ndarray:
     """``int64 [X / SKIP_GROUP, Z / SKIP_GROUP]`` (rounded up): per group of columns, the highest
     of their ``heights``; with no heights, the grid's height (nothing is skipped)."""
-    nx, ny, nz = shape
-    gx, gz = -(-nx // SKIP_GROUP), -(-nz // SKIP_GROUP)
     if heights is None:
-        return np.full((gx, gz), ny, dtype=np.int64)
-    padded = np.full((gx * SKIP_GROUP, gz * SKIP_GROUP), -1, dtype=np.int64)
-    padded[:nx, :nz] = heights
-    return padded.reshape(gx, SKIP_GROUP, gz, SKIP_GROUP).max(axis=(1, 3))
+        nx, ny, nz = shape
+        return np.full((-(-nx // SKIP_GROUP), -(-nz // SKIP_GROUP)), ny, dtype=np.int64)
+    return _skip_tops(np.ascontiguousarray(heights, dtype=np.int32))
+
+
+@njit(cache=True, nogil=True)
+def _skip_tops(heights):
+    """``skip_tops`` of ``int32`` heights."""
+    nx, nz = heights.shape
+    tops = np.full(((nx + SKIP_GROUP - 1) >> SKIP_SHIFT, (nz + SKIP_GROUP - 1) >> SKIP_SHIFT), -1)
+    for x in range(nx):
+        for z in range(nz):
+            tops[x >> SKIP_SHIFT, z >> SKIP_SHIFT] = max(
+                tops[x >> SKIP_SHIFT, z >> SKIP_SHIFT], heights[x, z]
+            )
+    return tops
 
 
 @njit(cache=True, inline="always")

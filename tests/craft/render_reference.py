@@ -47,8 +47,8 @@ def render_reference(
     """The NumPy reference of ``render._render_kernel``: the same arithmetic in the same order,
     vectorised over rays, with the kernel's arguments.
 
-    ``y_top``, ``horizon`` and ``tops`` are unused: the reference walks every ray to its end, with or
-    without the hints.
+    ``y_top``, ``horizon`` and ``tops`` are unused: the reference walks every ray to its end,
+    with or without the hints.
     """
     dims = np.array(grid.shape)
     p = eye - origin + 0.5
