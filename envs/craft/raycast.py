@@ -433,10 +433,28 @@ def _render_kernel(
                         break
             else:
                 while walk:
-                    cx, cy, cz, mx, my, mz, index, axis, t = _cell_step(
-                        cx, cy, cz, mx, my, mz, index, ux, uy, uz, ex, ey, ez, sx, sy, sz
-                    )
-                    if (cx == x_stop) | (cy == y_stop) | (cz == z_stop) or t >= walk_t:
+                    if mx <= my and mx <= mz:
+                        axis, t = 0, mx
+                        cx += ux
+                        if cx == x_stop:
+                            break
+                        index += sx
+                        mx += ex
+                    elif my <= mz:
+                        axis, t = 1, my
+                        cy += uy
+                        if cy == y_stop:
+                            break
+                        index += sy
+                        my += ey
+                    else:
+                        axis, t = 2, mz
+                        cz += uz
+                        if cz == z_stop:
+                            break
+                        index += sz
+                        mz += ez
+                    if t >= walk_t:
                         break
                     if visible[cells[index]]:
                         content = np.int64(cells[index])
