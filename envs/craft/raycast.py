@@ -274,12 +274,13 @@ def _render_kernel(
     nx, ny, nz = grid.shape
     n = out.shape[0] * out.shape[1]
     rays = pixel_rays.reshape(n, 2)
-    # Pass 1, per pixel: the unit ray and its inverse (dirs), the visible content (−1 for none),
-    # entity box (−1 for none), axis of the face hit and the voxel's cell along it (hits), the
-    # box's distance and face sign (boxes).
+    # Pass 1, per pixel of a row: the unit ray and its inverse (dirs), the visible content (−1
+    # for none), entity box (−1 for none), axis of the face hit, the voxel's cell along it and
+    # the light of the cell in front of that face (hits), the box's distance and face sign
+    # (boxes).
     width = out.shape[1]
     dirs = np.empty((width, 6))
-    hits = np.empty((width, 4), dtype=np.int64)
+    hits = np.empty((width, 5), dtype=np.int64)
     boxes = np.empty((width, 2))
     b00, b01, b02 = basis[0, 0], basis[0, 1], basis[0, 2]
     b10, b11, b12 = basis[1, 0], basis[1, 1], basis[1, 2]
@@ -459,6 +460,15 @@ def _render_kernel(
                     if visible[cells[index]]:
                         content = np.int64(cells[index])
                         break
+            # A block's face takes the light of the cell the ray crossed it from.
+            front = LIGHT_MAX
+            if use_light and content >= 0:
+                fx = cx - ux if axis == 0 else cx
+                fy = cy - uy if axis == 1 else cy
+                fz = cz - uz if axis == 2 else cz
+                if (0 <= fx < nlx) & (0 <= fy < nly) & (0 <= fz < nlz):
+                    front = min(light[fx, fy, fz], LIGHT_MAX)
+            hits[col, 4] = front
             hits[col, 0] = content
             hits[col, 1] = hit_k
             hits[col, 2] = axis if content >= 0 else hit_axis
@@ -486,8 +496,10 @@ def _render_kernel(
             hy = py + dirs[col, 1] * t
             hz = pz + dirs[col, 2] * t
             level = LIGHT_MAX
-            if use_light:
-                # The node in front of the face (cell space) gives the face its light.
+            if voxel:
+                level = hits[col, 4]
+            elif use_light:
+                # An entity box's face takes the light of the node half a node out of it.
                 half = 0.5 * sign
                 lx = np.int64(np.floor(hx + half * (axis == 0)))
                 ly = np.int64(np.floor(hy + half * (axis == 1)))

@@ -238,7 +238,8 @@ class Renderer:
             yaw, pitch: degrees, Luanti's conventions.
             entities: ``float [M, 9]`` boxes, columns ``ENTITY_BOX_FIELDS``; None for none.
             light: ``uint8 [X, Y, Z]`` node light 0–15, or None for full light everywhere. A face
-                takes the light of the node in front of it.
+                takes the light of the node in front of it: for a block, the cell the ray
+                crossed the face from; for an entity box, the node half a node out of the face.
             origin: node coordinates of ``grid[0, 0, 0]``.
             top_row: ``self.top_row(grid)``, computed once per change of the grid: the kernel
                 stops rays that are not going down above it. None stands for the grid's

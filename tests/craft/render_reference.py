@@ -161,9 +161,14 @@ def render_reference(
     level = np.full(n_rays, LIGHT_MAX)
     hit_point = p + d * np.where(sky_ray, 0.0, hit_t)[:, None]
     if use_light:
+        # A block's face: the cell the ray crossed it from; an entity's: the node half a node
+        # out of the face it hit.
         front = hit_point.copy()
         front[rays, hit_axis] = front[rays, hit_axis] + 0.5 * hit_sign
         front = np.floor(front).astype(np.int64)
+        came_from = cell.copy()
+        came_from[rays, np.maximum(axis, 0)] -= step[rays, np.maximum(axis, 0)]
+        front = np.where(voxel[:, None], came_from, front)
         within = ((front >= 0) & (front < np.array(light.shape))).all(axis=1)
         safe = np.where(within[:, None], front, 0)
         level = np.where(
