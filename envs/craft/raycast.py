@@ -359,9 +359,14 @@ def _render_kernel(
                     sector = min(
                         np.int64(_pseudo_angle(dx, dz) * sector_scale), HORIZON_SECTORS - 1
                     )
-                    ring = 0
-                    while ring < rings and horizon[sector, ring] >= slope:
-                        ring += 1
+                    # The first ring the ray clears; the slopes needed fall with the ring.
+                    ring, last = 0, rings
+                    while ring < last:
+                        middle = (ring + last) >> 1
+                        if horizon[sector, middle] >= slope:
+                            ring = middle + 1
+                        else:
+                            last = middle
                     if ring < rings:
                         walk_t = min(walk_t, (ring + 1e-6) / run)
             content = -1
