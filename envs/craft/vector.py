@@ -27,10 +27,10 @@ Python around small Numba kernels; a batched kernel would duplicate them). ``inf
 env's all-zero placeholder would cost 423 kB per world per step here), and not the per-step
 ``task`` counters; the final step's ``success``, ``normalized_score`` and ``metrics`` are the
 single env's (with ``SAME_STEP``, ``final_info`` is the single env's whole final info, less the
-placeholder). Once every world has stepped, their frames are drawn in one compiled call
-(``batch.FrameBatch``) whose loop over the worlds runs on ``render_threads`` threads without the
-GIL. Each frame is computed exactly as with one thread (worlds share nothing), so results are
-bit-identical.
+placeholder). Frames are drawn by ``batch.FrameBatch``: compiled code that does not hold the
+GIL, on ``render_threads`` threads, worker threads drawing the worlds already stepped while the
+calling thread steps the next. Each frame is computed exactly as with one thread (worlds share
+nothing), so results are bit-identical.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class CraftVectorEnv(VectorEnv):
       string values).
     - ``copy``: True (default) gives each step its own observation arrays; False writes every
       step into the same arrays (faster; the previous batch is overwritten).
-    - ``render_threads``: threads drawing the frames of one step, in one compiled call
+    - ``render_threads``: threads drawing the frames of one step, the caller's included
       (default 1).
     - ``render_mode``: None or ``"rgb_array"``: ``render()`` returns one frame per world.
     - ``max_episode_steps``: Gymnasium's name for ``max_timesteps`` (``make_vec`` passes it
@@ -230,6 +230,21 @@ class CraftVectorEnv(VectorEnv):
         truncations = np.zeros(n, dtype=bool)
         infos = self._step_infos()
         to_draw: list[int] = []
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        if self._batch is not None:
+            self._batch.begin()
+        try:
+            self._step_worlds(indices, obs, rewards, terminations, truncations, infos, to_draw)
+        finally:
+            if self._batch is not None:
+                self._batch.finish()
+        self._draw(obs, to_draw)
+        if not same_step:
+            self._autoreset = terminations | truncations
+        return obs, rewards, terminations, truncations, infos
+
+    def _step_worlds(self, indices, obs, rewards, terminations, truncations, infos, to_draw):
+        """Steps every world, filling the step's arrays; queues the frames to draw."""
         raw_actions = self._raw_actions
         frameskip = self.frameskip
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
@@ -251,7 +266,7 @@ class CraftVectorEnv(VectorEnv):
             truncations[i] = truncated
             if not (terminated or truncated):
                 self._fill_info(i, infos)
-                to_draw.append(i)
+                self._queue_draw(i, to_draw)
                 continue
             final = env.task.final_info(sim, float(self._returns[i]))
             if same_step:
@@ -266,11 +281,7 @@ class CraftVectorEnv(VectorEnv):
             else:
                 self._fill_info(i, infos)
                 self._add_info(infos, final, i)
-                to_draw.append(i)
-        self._draw(obs, to_draw)
-        if not same_step:
-            self._autoreset = terminations | truncations
-        return obs, rewards, terminations, truncations, infos
+                self._queue_draw(i, to_draw)
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """With ``render_mode="rgb_array"``, each world's current frame, ``uint8 (H, W, 3)``."""
@@ -279,6 +290,8 @@ class CraftVectorEnv(VectorEnv):
         return tuple(as_rgb(env.sim.frame(0)) for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
+        if self._batch is not None:
+            self._batch.close()
         for env in self.envs:
             env.close()
 
@@ -322,17 +335,22 @@ class CraftVectorEnv(VectorEnv):
             obs["rgb"] = sim.frame(0)
         return obs
 
+    def _queue_draw(self, i: int, to_draw: list[int]) -> None:
+        """World i's observation is written after the step; its frame is drawn as soon as
+        ``FrameBatch`` gets to it."""
+        to_draw.append(i)
+        if self._batch is not None:
+            self._batch.add(i, self.envs[i].sim.view(0))
+
     def _draw(self, obs, worlds: list[int]) -> None:
-        """Writes the observation of each world in ``worlds`` into ``obs``, their frames drawn
-        in one call (``FrameBatch``)."""
-        if self._batch is None or not worlds:
-            for i in worlds:
-                self._write(obs, i, self._observe(i))
-            return
-        frames = self._batch.draw(worlds, [self.envs[i].sim.view(0) for i in worlds])
+        """Writes the observation of each world in ``worlds`` into ``obs`` (their frames drawn
+        by ``FrameBatch``)."""
         for i in worlds:
+            if self._batch is None:
+                self._write(obs, i, self._observe(i))
+                continue
             sim = self.envs[i].sim
-            frame = sim.finish_frame(frames[i], 0)
+            frame = sim.finish_frame(self._batch.frames[i], 0)
             if self.obs_mode == "rgb":
                 obs[i] = frame
             else:

@@ -30,7 +30,7 @@ def test_batch_draws_each_worlds_frame_of_renderer_render(threads):
                 heights,
             )
         )
-    batch = FrameBatch(6, r, threads)
+    batch = FrameBatch(6, r, threads, chunk=2)  # With two threads, a worker draws chunks.
     frames = batch.draw([0, 2, 3, 4, 5], views)
     for w, view in zip([0, 2, 3, 4, 5], views, strict=True):
         np.testing.assert_array_equal(frames[w], r.render(*view))
@@ -42,3 +42,4 @@ def test_batch_draws_each_worlds_frame_of_renderer_render(threads):
     changed += (views[1][5], views[1][6], grid.shape[1] - 1, r.column_heights(grid))
     frames = batch.draw([2], [changed])
     np.testing.assert_array_equal(frames[2], r.render(*changed))
+    batch.close()
