@@ -53,16 +53,13 @@ def _render_worlds(
     visible,
     pixel_rays,
     unit_rays,
-    sky,
-    view_distance,
-    use_fog,
-    fog_start,
-    factors,
-    texture_strength,
+    look,
     frames,
 ):
     """For every ``w`` in ``worlds``: world ``w``'s horizon and column tops from its heights (as
-    ``Renderer`` builds them), then its frame into ``frames[w]``."""
+    ``Renderer`` builds them), then its frame into ``frames[w]``. ``look`` holds the render
+    kernel's last arguments but the frame (sky, view distance, fog, fog start, brightness
+    factors, texture strength)."""
     for j in range(worlds.shape[0]):
         w = worlds[j]
         grid = grids[w]
@@ -73,7 +70,7 @@ def _render_worlds(
                 eye[0] - origin[0] + 0.5,
                 eye[1] - origin[1] + 0.5,
                 eye[2] - origin[2] + 0.5,
-                view_distance,
+                look[1],
             )
             tops = _skip_tops(heights[w])
         else:
@@ -97,12 +94,7 @@ def _render_worlds(
             pixel_rays,
             unit_rays,
             entities[w],
-            sky,
-            view_distance,
-            use_fog,
-            fog_start,
-            factors,
-            texture_strength,
+            *look,
             frames[w],
         )
 
@@ -142,6 +134,15 @@ class FrameBatch:
         self._pending: list[int] = []
         self._workers: list = []
         self._switch_interval = sys.getswitchinterval()
+        options = renderer.options
+        self._look = (
+            renderer._sky,
+            float(options.view_distance),
+            options.fog,
+            float(options.fog_start),
+            renderer._factors,
+            float(options.texture_strength),
+        )
 
     def draw(self, worlds: Sequence[int], views: Sequence[tuple]) -> np.ndarray:
         """Draws world ``worlds[j]``'s frame of ``views[j]`` into ``self.frames[worlds[j]]``;
@@ -227,7 +228,6 @@ class FrameBatch:
     def _render(self, worlds: np.ndarray) -> None:
         grids, lights, heights, entities = self._lists
         r = self.renderer
-        options = r.options
         _render_worlds(
             worlds,
             grids,
@@ -244,12 +244,7 @@ class FrameBatch:
             r._visible,
             r._pixel_rays,
             r._unit_rays,
-            r._sky,
-            float(options.view_distance),
-            options.fog,
-            float(options.fog_start),
-            r._factors,
-            float(options.texture_strength),
+            self._look,
             self.frames,
         )
 

@@ -257,27 +257,6 @@ class Renderer:
         Returns:
             ``uint8`` frame of shape ``options.shape``.
         """
-        frame = np.empty((self.options.height, self.options.width, 3), dtype=np.uint8)
-        self._draw(
-            *self.kernel_args(grid, eye, yaw, pitch, entities, light, origin, top_row, heights),
-            frame,
-        )
-        return self.finish(frame)
-
-    def kernel_args(
-        self,
-        grid: np.ndarray,
-        eye: np.ndarray,
-        yaw: float,
-        pitch: float,
-        entities: np.ndarray | None = None,
-        light: np.ndarray | None = None,
-        origin: tuple[int, int, int] = (0, 0, 0),
-        top_row: int | None = None,
-        heights: np.ndarray | None = None,
-    ) -> tuple:
-        """The arguments of ``render``, checked, as the render kernel takes them (all but the
-        frame it fills): ``render`` and ``batch.FrameBatch`` draw from these."""
         if grid.dtype != np.uint16 or grid.ndim != 3:
             raise ValueError(f"grid must be a 3-D uint16 array, got {grid.ndim}-D {grid.dtype}")
         opts = self.options
@@ -290,7 +269,8 @@ class Renderer:
         use_horizon = heights is not None
         horizon = self._horizon_of(heights, eye, origin) if use_horizon else self._no_horizon
         tops = self._tops if use_horizon else skip_tops(None, grid.shape)
-        return (
+        frame = np.empty((opts.height, opts.width, 3), dtype=np.uint8)
+        self._draw(
             np.ascontiguousarray(grid),
             light if use_light else self._no_light,
             use_light,
@@ -312,7 +292,9 @@ class Renderer:
             float(opts.fog_start),
             self._factors,
             float(opts.texture_strength),
+            frame,
         )
+        return self.finish(frame)
 
     def finish(self, frame: np.ndarray) -> np.ndarray:
         """The frame ``render`` returns for one the kernel filled: grey when the options say so."""
