@@ -14,16 +14,18 @@ transparency, no node boxes or meshes); entities are axis-aligned coloured boxes
 flat colour; node light (0–15) darkens a face by ``0.8 ** (15 − light)``, a stand-in for Luanti's
 light curve. The node holding the eye is not drawn, so a camera inside a block still sees out.
 
-Frames are drawn by one Numba kernel (on-disk cache, no fastmath, sequential, so frames are
-bit-exact on a given machine). The tests check it against a vectorised NumPy reference of the same
-arithmetic in the same order (``tests/craft/render_reference.py``), an order of magnitude slower.
-The kernel skips work that cannot change a pixel: entity boxes outside a conservative on-screen
-rectangle (tested per row of pixels, then per pixel), the walk of a ray that is not going down
-once it is above the highest visible row (``Renderer.top_row``), and, given the height of every
-column (``Renderer.column_heights``), the walk of a rising ray once it has passed above every
-column it can still cross (a horizon of 64 sectors of direction around the eye, kept until the
-eye or a height changes); it walks all rays before it shades any, so that shading pipelines
-across pixels.
+Frames are drawn by one Numba kernel (``raycast.py``; on-disk cache, no fastmath, sequential, so
+frames are bit-exact on a given machine). The tests check it against a vectorised NumPy reference
+of the same arithmetic in the same order (``tests/craft/render_reference.py``), an order of
+magnitude slower. The kernel skips work that cannot change a pixel: entity boxes outside a
+conservative on-screen rectangle (tested per row of pixels, then per pixel), the walk of a ray
+that is not going down once it is above the highest visible row (``Renderer.top_row``), and,
+given the height of every column (``Renderer.column_heights``), the walk of a rising ray once it
+has passed above every column it can still cross (a horizon of 64 sectors of direction around
+the eye, kept until the eye or a height changes) and the empty box above each group of 4 × 4
+columns, crossed in one move. It walks a row's rays before it shades them, so that shading
+pipelines across pixels. A block's face takes the light of the cell the ray crossed it from.
+``batch.FrameBatch`` draws the frames of many worlds with the same kernel on several threads.
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
