@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 HELD_KEYS = ("forward", "backward", "left", "right", "dig")
 """Keys held on every frame of a step, as in Craftium; every other key fires on the first frame
 only."""
+SLOT_KEYS = tuple(f"slot_{slot + 1}" for slot in range(9))
+"""The hotbar keys of a raw action, slot 0 first."""
 PLAYER_KIND_ID = 1
 """Kind id of a player body in entity observations (``data/mobs.yaml``)."""
 PLAYER_COLOR = (60, 90, 200)
@@ -294,8 +296,8 @@ class CraftSim:
             player.dig_target, player.dig_elapsed = None, 0.0
         if not first:
             return
-        for slot in range(9):
-            if action[f"slot_{slot + 1}"]:
+        for slot, key in enumerate(SLOT_KEYS):
+            if action[key]:
                 player.inventory.select(slot)
         if action["place"]:
             bodies = [a.box(config) for j, a in enumerate(self.avatars) if j != i and a.alive]

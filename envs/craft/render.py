@@ -202,6 +202,11 @@ class Renderer:
         self._horizon_eye = None
         self._horizon_heights = None
         self._tops = self._no_horizon
+        # The last camera basis and no-skip column tops, reused while yaw and pitch or the grid
+        # shape stay the same (an agent turns on few steps).
+        self._view_key: tuple[float, float] | None = None
+        self._basis = np.eye(3)
+        self._no_tops: dict[tuple[int, ...], np.ndarray] = {}
 
     def top_row(self, grid: np.ndarray) -> int:
         """Highest row (y index) of ``grid`` holding a visible node, −1 when there is none."""
@@ -270,7 +275,14 @@ class Renderer:
             )
         use_horizon = heights is not None
         horizon = self._horizon_of(heights, eye, origin) if use_horizon else self._no_horizon
-        tops = self._tops if use_horizon else skip_tops(None, grid.shape)
+        if use_horizon:
+            tops = self._tops
+        else:
+            tops = self._no_tops.get(grid.shape)
+            if tops is None:
+                tops = self._no_tops[grid.shape] = skip_tops(None, grid.shape)
+        if (yaw, pitch) != self._view_key:
+            self._view_key, self._basis = (yaw, pitch), camera_basis(yaw, pitch)
         frame = np.empty((opts.height, opts.width, 3), dtype=np.uint8)
         self._draw(
             np.ascontiguousarray(grid),
@@ -284,7 +296,7 @@ class Renderer:
             tops,
             np.asarray(origin, dtype=np.float64),
             np.asarray(eye, dtype=np.float64),
-            camera_basis(yaw, pitch),
+            self._basis,
             self._pixel_rays,
             self._unit_rays,
             np.ascontiguousarray(entities, dtype=np.float64),
