@@ -6,7 +6,7 @@ EXTRAS ?= dev,chess,rl,diplomacy,data,methods,rag,llm,distributed
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: demo test bench lint format clean stockfish bullet llm
+.PHONY: demo test bench lint format clean stockfish luanti bullet llm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,19 @@ stockfish:
 		     "LMRL chess uses its fallback opponent and its stockfish tests are skipped"; \
 	fi
 
+# Craft's Luanti backend (backend="luanti") runs Debian's Luanti 5.6 server with minetest_game,
+# and its bridge mod needs LuaSocket; the server lands in /usr/games, off the default PATH.
+LUANTI_PACKAGES := minetest-server minetest-data lua-socket
+luanti:
+	@if [ -x /usr/games/minetestserver ] && [ -d /usr/share/games/minetest/games/minetest_game ] \
+		&& dpkg -s lua-socket >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq $(LUANTI_PACKAGES) >/dev/null; \
+	else \
+		echo "note: Luanti is not installed (sudo apt-get install $(LUANTI_PACKAGES));" \
+		     "the Craft tests of backend='luanti' are skipped"; \
+	fi
+
 # Optional real-physics Safe tasks (Safe/Bullet*): bullet-safety-gym pins gymnasium 0.28, so it
 # goes in without its dependencies; it runs beside Gymnasium 1.x (docs/safety.md).
 bullet: $(STAMP)
@@ -45,12 +58,13 @@ llm: $(STAMP)
 demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart
 
-test: $(STAMP) stockfish
+test: $(STAMP) stockfish luanti
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP) stockfish
+bench: $(STAMP) stockfish luanti
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
 	$(BIN)/python benchmarks/craft_speed.py --out benchmarks/results/craft.json
+	$(BIN)/python benchmarks/craft_luanti_speed.py --out benchmarks/results/craft_luanti.json
 	$(BIN)/python benchmarks/safe_speed.py > benchmarks/results/safe.json
 	$(BIN)/python benchmarks/safe_datasets.py > benchmarks/results/safe_datasets.json
 	$(BIN)/python benchmarks/safe_train.py > benchmarks/results/safe_train.json

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import shutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -111,6 +112,7 @@ groups:                        # one group per paper (Methods) or one for the wh
   - paper: "Authors, Title, Venue Year"
     family: SafeBullet         # optional: this group's family
     requires: [pybullet]       # optional: registered only when these modules are importable
+    requires_programs: [minetestserver]  # optional: ... and these programs are installed
     defaults: {kind: single, obs_kind: vector, dataset: .datasets:write_dataset_for}
     agents: {bc_all: omnigym.agents.safety.bc:BCAll}   # usable on every id of the group
     envs:
@@ -139,6 +141,7 @@ _ENV_FIELDS = {
     "vector_entry_point",
     "metadata",
 }
+_GROUP_FIELDS = {"paper", "family", "requires", "requires_programs", "defaults", "agents", "envs"}
 _ENTRY_FIELDS = ("entry_point", "aec_entry_point", "normalizer", "dataset", "vector_entry_point")
 
 
@@ -146,18 +149,21 @@ def register_family(package: str) -> list[str]:
     """Register every id of ``<package>/registry.yaml`` and return the ids registered.
 
     Entry points that start with ``.`` name modules inside ``package``. A group whose
-    ``requires`` names a module that is not installed is skipped (optional extras). Errors name
-    the file and the entry.
+    ``requires`` names a module that is not installed, or whose ``requires_programs`` names a
+    program found neither on ``PATH`` nor in ``/usr/games`` (Debian's games), is skipped
+    (optional extras). Errors name the file and the entry.
     """
     path = resources.files(package) / REGISTRY_FILE
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     registered = []
     for number, group in enumerate(data["groups"]):
         where = f"{package.replace('.', '/')}/{REGISTRY_FILE}: groups[{number}]"
-        unknown = sorted(set(group) - {"paper", "family", "requires", "defaults", "agents", "envs"})
+        unknown = sorted(set(group) - _GROUP_FIELDS)
         if unknown:
             raise ValueError(f"{where}: unknown fields {unknown}")
         if not all(importlib.util.find_spec(module) for module in group.get("requires", ())):
+            continue
+        if not all(_installed(program) for program in group.get("requires_programs", ())):
             continue
         for entry in group["envs"]:
             fields = {**group.get("defaults", {}), **entry}
@@ -177,6 +183,10 @@ def register_family(package: str) -> list[str]:
             register(info)
             registered.append(info.id)
     return registered
+
+
+def _installed(program: str) -> bool:
+    return bool(shutil.which(program) or shutil.which(program, path="/usr/games"))
 
 
 def load_entry_point(entry_point: str) -> Any:

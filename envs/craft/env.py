@@ -25,8 +25,9 @@ Seeding: the ``seed`` kwarg selects the map (None: the task's canonical world);
 
 Departures from Craftium (the table of ``docs/craft.md`` gives the reasons): frame time fixed at
 ``1 / fps_max`` with no throughput cap; every reset is a grid copy; declared shape ``(H, W, C)``;
-engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``);
-``backend="minetest"`` is not available yet.
+engine-process kwargs are accepted and ignored (listed in ``IGNORED_KWARGS``).
+``backend="luanti"`` (alias ``"minetest"``) runs the task in the real engine instead
+(``luanti/env.py``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ ENGINE_CONF = ("fov", "mouse_sensitivity", "fast_move", "enable_damage", "give_i
 """``minetest_conf`` keys with a meaning here besides the task's own parameters."""
 
 OBS_MODES = ("rgb", "voxels", "both")
+BACKENDS = ("embedded", "luanti", "minetest")
+"""The engines a Craft env runs in: omnigym's own, or Luanti (``"minetest"`` is an alias)."""
 ENTITY_ROWS = 32
 WORLD_CACHE_SIZE = 4
 _WARNED: set[str] = set()
@@ -149,11 +152,19 @@ class CraftEnv(gym.Env):
         minetest_conf: task parameters plus ``fov``, ``mouse_sensitivity``, ``fast_move``,
             ``enable_damage``, ``give_initial_stuff``; other keys warn once and are ignored.
         obs_mode: "rgb", "voxels" or "both".
-        backend: "embedded" (the only one in v0).
+        backend: "embedded" (default), or "luanti" / "minetest": the task in a Luanti server
+            (``CraftEnv(...)`` then makes a ``luanti.env.LuantiCraftEnv``).
         **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
+
+    def __new__(cls, *args: Any, backend: str = "embedded", **kwargs: Any):
+        if cls is CraftEnv and backend in BACKENDS[1:]:
+            from omnigym.envs.craft.luanti.env import LuantiCraftEnv
+
+            return super().__new__(LuantiCraftEnv)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -182,13 +193,13 @@ class CraftEnv(gym.Env):
         unknown = sorted(set(engine_kwargs) - set(IGNORED_KWARGS))
         if unknown:
             raise TypeError(f"CraftEnv got unexpected keyword arguments {unknown}")
-        if backend != "embedded":
-            if backend == "minetest":
-                raise ValueError(
-                    "backend='minetest' is not available yet: only the embedded engine ships in v0"
-                )
-            raise ValueError(f"backend must be 'embedded', got {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         task_type = task_class(task)
+        if backend not in task_type.backends:
+            raise ValueError(
+                f"task {task} runs only with backend in {task_type.backends}, got {backend!r}"
+            )
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -367,6 +378,18 @@ class CraftEnv(gym.Env):
         self.sim.load_world(WORLDS.get(self.task, map_seed))
         self.task.begin_episode()
         self.sim.reset(self.np_random)
+        return self._begin_episode()
+
+    def step(self, action: Any):
+        raw = self._check_action(action)
+        self.sim.step([raw], self.frameskip)
+        rewards, terminated = self.task.end_step(self.sim)
+        return self._end_step(float(rewards[0]), bool(terminated))
+
+    # ---- what every backend's reset and step share ------------------------------------------
+
+    def _begin_episode(self):
+        """Clears the episode's counters; the reset's observation and info."""
         self._steps = 0
         self._return = 0.0
         self._done = False
@@ -376,15 +399,16 @@ class CraftEnv(gym.Env):
             self.render()
         return obs, info
 
-    def step(self, action: Any):
+    def _check_action(self, action: Any) -> dict[str, Any]:
+        """The complete raw action; ``RuntimeError`` when no episode is under way."""
         if self._done:
             raise RuntimeError(
                 f"{self._name}: call reset() before step() (the episode is over or not started)"
             )
-        raw = check_raw_action(action, self._name)
-        self.sim.step([raw], self.frameskip)
-        rewards, terminated = self.task.end_step(self.sim)
-        reward = float(rewards[0])
+        return check_raw_action(action, self._name)
+
+    def _end_step(self, reward: float, terminated: bool):
+        """Counts the step, truncates at ``max_timesteps``; the step's five-tuple."""
         self._steps += 1
         self._return += reward
         truncated = not terminated and self._steps >= self.max_timesteps
@@ -392,10 +416,13 @@ class CraftEnv(gym.Env):
         obs = self._observe()
         info = self._info()
         if self._done:
-            info.update(self.task.final_info(self.sim, self._return))
+            info.update(self._final_info(terminated))
         if self.render_mode == "human":
             self.render()
-        return obs, reward, bool(terminated), bool(truncated), info
+        return obs, reward, terminated, bool(truncated), info
+
+    def _final_info(self, terminated: bool) -> dict[str, Any]:
+        return self.task.final_info(self.sim, self._return)
 
     def _observe(self):
         frame = None

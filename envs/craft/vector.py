@@ -19,6 +19,9 @@ in one NumPy comparison: index k maps to a complete raw action dict built once (
 ``DiscreteActionWrapper`` itself, completed by ``check_raw_action``), fed straight to each
 world's ``core.CraftSim``, and observations are written into one batch array per step.
 
+With ``backend="luanti"`` (or ``"minetest"``) the class makes a ``gymnasium.vector.SyncVectorEnv``
+of single Luanti envs instead, each with its own server (``luanti.env.luanti_vector_env``).
+
 Departures, for speed: v0 steps the worlds in a tight Python loop over their ``CraftSim``s, not
 in one kernel call for all worlds (physics, digging and rules are per-world
 Python around small Numba kernels; a batched kernel would duplicate them). ``info`` carries
@@ -46,7 +49,7 @@ from gymnasium.vector.utils import batch_space
 
 from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action
 from omnigym.envs.craft.batch import FrameBatch
-from omnigym.envs.craft.env import CraftEnv, as_rgb
+from omnigym.envs.craft.env import BACKENDS, CraftEnv, as_rgb
 
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 STEP_INFO_KEYS = ("player_pos", "player_vel", "player_pitch", "player_yaw", "mt_dtime")
@@ -101,6 +104,13 @@ class CraftVectorEnv(VectorEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __new__(cls, task: str = "ChopTree", num_envs: int = 1, **kwargs: Any):
+        if kwargs.get("backend") in BACKENDS[1:]:
+            from omnigym.envs.craft.luanti.env import luanti_vector_env
+
+            return luanti_vector_env(task, num_envs, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -7,7 +7,9 @@ and surrounding whitespace ignored; item names may use spaces for underscores)::
     move forward|back|left|right [n<=8]    turn left|right|around    look up|down|ahead
     jump    jump forward    attack    mine    place <item>    use [<item>]    equip <item>
     drop <item> [n]    craft <item> [n]    smelt <item> [n]    eat <food>    sleep
-    wait [n<=20]    noop
+    brew <potion> [n<=3]    enchant <item> with <enchantment>    drink <potion>
+    repair <item>    rename <item> to <name>    combine <item> and <item>
+    trade <item> [n]    ride    dismount    wait [n<=20]    noop
 
 A command that does not parse, or cannot be done (unknown item, missing ingredients, no station
 in range, nothing to mine), raises :class:`InvalidCommand` with the reason; the environment then
@@ -16,7 +18,7 @@ spends one tick and flags the step.
 
 from __future__ import annotations
 
-from omnigym.envs.mcu import crafting
+from omnigym.envs.mcu import crafting, interact, stations
 from omnigym.envs.mcu.episode_log import Act
 from omnigym.envs.mcu.world import FACINGS, MCUWorld
 
@@ -149,6 +151,14 @@ def _place(world: MCUWorld, rest: list[str]) -> None:
 def _use(world: MCUWorld, rest: list[str]) -> None:
     if rest:
         item = _item(world, "_".join(rest))
+        mob = world.mob_ahead()
+        if mob is not None and interact.use_on_mob(world, item, mob):
+            return
+        if interact.use_on_block(world, item):
+            return
+        if item in world.registry.potions:
+            interact.drink(world, item)
+            return
         if world.registry.items[item].food:
             world.eat(item)
             return
@@ -157,7 +167,70 @@ def _use(world: MCUWorld, rest: list[str]) -> None:
     if cell is not None and "bed" in world.registry.blocks[world.block(cell)].tags:
         _sleep(world, [])
         return
+    if interact.use_block(world):
+        return
     raise InvalidCommand("nothing to use")
+
+
+def _drink(world: MCUWorld, rest: list[str]) -> None:
+    item = _item(world, "_".join(rest))
+    if item not in world.registry.potions:
+        raise InvalidCommand(f"{item} is not a potion")
+    interact.drink(world, item)
+
+
+def _ride(world: MCUWorld, rest: list[str]) -> None:
+    mob = world.mob_ahead()
+    if rest or mob is None:
+        raise InvalidCommand("nothing to ride" if not rest else "ride takes no argument")
+    _check(interact.ride(world, mob))
+
+
+def _dismount(world: MCUWorld, rest: list[str]) -> None:
+    if rest:
+        raise InvalidCommand("dismount takes no argument")
+    raise InvalidCommand("you are not riding anything")
+
+
+def _check(reason: str | None) -> None:
+    if reason:
+        raise InvalidCommand(reason)
+
+
+def _split_on(rest: list[str], word: str, usage: str) -> tuple[str, str]:
+    if word not in rest:
+        raise InvalidCommand(usage)
+    i = rest.index(word)
+    return "_".join(rest[:i]), "_".join(rest[i + 1 :])
+
+
+def _brew(world: MCUWorld, rest: list[str]) -> None:
+    name, count = _split_count(rest, stations.MAX_BREW)
+    _check(stations.brew(world, _item(world, name, owned=False), count))
+
+
+def _enchant(world: MCUWorld, rest: list[str]) -> None:
+    item, enchantment = _split_on(rest, "with", "enchant <item> with <enchantment>")
+    _check(stations.enchant(world, _item(world, item), enchantment))
+
+
+def _repair(world: MCUWorld, rest: list[str]) -> None:
+    _check(stations.repair(world, _item(world, "_".join(rest))))
+
+
+def _rename(world: MCUWorld, rest: list[str]) -> None:
+    item, name = _split_on(rest, "to", "rename <item> to <name>")
+    _check(stations.rename(world, _item(world, item), name.replace("_", " ")))
+
+
+def _combine(world: MCUWorld, rest: list[str]) -> None:
+    item, other = _split_on(rest, "and", "combine <item> and <item>")
+    _check(stations.combine(world, _item(world, item), _item(world, other)))
+
+
+def _trade(world: MCUWorld, rest: list[str]) -> None:
+    name, times = _split_count(rest, 64)
+    _check(interact.trade(world, _item(world, name, owned=False), times))
 
 
 def _equip(world: MCUWorld, rest: list[str]) -> None:
@@ -251,6 +324,15 @@ _HANDLERS = {
     "smelt": _smelt,
     "eat": _eat,
     "sleep": _sleep,
+    "drink": _drink,
+    "ride": _ride,
+    "dismount": _dismount,
+    "brew": _brew,
+    "enchant": _enchant,
+    "repair": _repair,
+    "rename": _rename,
+    "combine": _combine,
+    "trade": _trade,
     "wait": _wait,
     "noop": _noop,
 }

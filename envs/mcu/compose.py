@@ -98,12 +98,14 @@ def check_requires(parts: list[Task]) -> None:
             seen.setdefault(key, (part.name, value))
 
 
-def _given(command: Command) -> tuple[str, int] | None:
-    """The item and count a command hands the player into the inventory, if it does."""
+def _given(command: Command) -> tuple[tuple[str, int], int] | None:
+    """``((item, damage), count)`` a command hands the player into the inventory, if it does
+    (worn tools stay apart from unworn ones)."""
     if command.verb == "give":
-        return command.args[0], command.args[1]
+        damage = command.args[2] if len(command.args) > 2 else 0
+        return (command.args[0], damage), command.args[1]
     if command.verb == "replaceitem" and command.args[0] not in ARMOR_SLOTS:
-        return command.args[1], command.args[2]
+        return (command.args[1], 0), command.args[2]
     return None
 
 
@@ -184,7 +186,10 @@ def merge(
         for command in part.init:
             if _given(command) is None and (shifted := moved(command, dx, dz)) not in commands:
                 commands.append(shifted)
-    gives = [Command("give", (item, n), "composition") for item, n in _gives(tree, by_name).items()]
+    gives = [
+        Command("give", (item, n, damage) if damage else (item, n), "composition")
+        for (item, damage), n in _gives(tree, by_name).items()
+    ]
     relevant: dict[str, list[str]] = {}
     for part in parts:
         for key, names in part.relevant.items():

@@ -86,10 +86,8 @@ def smelt(world: MCUWorld, name: str, count: int) -> str | None:
     used = sorted({**fuel, source: count + fuel.get(source, 0)}.items())
     world.acts.append(Act("smelt", source, consumed=tuple(used)))
     output = smelting[source]
-    for _ in range(count * SMELT_TICKS):
-        world.tick()
-        if world.dead:
-            return None
+    if not world.pass_ticks(count * SMELT_TICKS):
+        return None
     world.give(output, count)
     world.events["smelted", output] += count
     world.log.append(f"smelted {count} {source} into {output}")

@@ -55,8 +55,8 @@ ARENA_REACH = 18
 """Largest ``|x|`` or ``|z|`` a displaced placement may take (the arena's edge is at 20)."""
 HOSTILE_RING = (8, 12)
 DECOY_RING = (2, 4)
-SCENE_VERBS = ("setblock", "fill", "summon")
-NAME_ARG = {"summon": 0, "setblock": 1, "fill": 2}
+SCENE_VERBS = ("setblock", "fill", "fillbiome", "summon")
+NAME_ARG = {"summon": 0, "setblock": 1, "fill": 2, "fillbiome": 2}
 """Where a scene command names its block or mob."""
 FUNCTIONAL_TAGS = frozenset({"bed"})
 FUNCTIONAL_BLOCKS = frozenset({"crafting_table", "furnace", "bedrock"})
@@ -203,7 +203,7 @@ def moved(command: Command, dx: int, dz: int) -> Command:
         args[1] = _shift(args[1], dx, dz)
     else:
         args[0] = _shift(args[0], dx, dz)
-        if command.verb == "fill":
+        if command.verb in ("fill", "fillbiome"):
             args[1] = _shift(args[1], dx, dz)
     return replace(command, args=tuple(args))
 

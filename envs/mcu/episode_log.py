@@ -21,11 +21,14 @@ class Act:
 
     ``kind``: ``mine``, ``place``, ``attack``, ``craft``, ``smelt``, ``drop`` or ``eat``;
     ``name``: the block mined or placed, the mob hit, the item crafted or dropped or eaten, the
-    input smelted. ``cell``: the node mined or placed. ``tool``: the item held (``None``: the
-    hand). ``harvested``: a mined block gave its drops. ``high_ground``: the player hit the mob
-    from a node above it, standing on a block it had placed. ``inventory``: the distinct items
-    held when mining or attacking (the alternatives to ``tool``). ``consumed``: the items a
-    craft, smelt or drop used up, as ``(item, count)`` pairs.
+    input smelted. Station, tool and animal acts: ``brew`` (the potion), ``enchant``,
+    ``repair``, ``rename``, ``combine`` (the item), ``trade`` (the item traded), ``drink`` (the
+    potion), ``plant`` (the seed), ``use`` (what a tool was used on), and ``feed``, ``tame``,
+    ``leash``, ``tie``, ``trap``, ``ride`` (the mob). ``cell``: the node mined or placed.
+    ``tool``: the item held (``None``: the hand). ``harvested``: a mined block gave its drops.
+    ``high_ground``: the player hit the mob from a node above it, standing on a block it had
+    placed. ``inventory``: the distinct items held when mining or attacking (the alternatives
+    to ``tool``). ``consumed``: the items an act used up, as ``(item, count)`` pairs.
     """
 
     kind: str

@@ -24,9 +24,20 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from omnigym.envs.mcu import templates_care, templates_stations, templates_world
 from omnigym.envs.mcu.planner import needs_table, plan
 from omnigym.envs.mcu.registries import TIER_LEVELS, Registry, registry
 from omnigym.envs.mcu.tasks import TASK_DIR, parse_task
+from omnigym.envs.mcu.template_kit import (
+    article,
+    at,
+    away,
+    half_final,
+    milestones,
+    one_item_task,
+    task,
+    words,
+)
 from omnigym.envs.mcu.verify import verify_task
 from omnigym.envs.mcu.world import GROUND_BLOCKS
 
@@ -34,76 +45,6 @@ TEMPLATES_FILE = Path(__file__).parent / "data" / "task_templates.yaml"
 DIGGING_TIERS = ("wooden", "stone", "iron", "diamond")
 VERIFIED_LEVELS = ("simple", "hard")
 """A task is kept only if its oracle solves both its simple and its hard variant."""
-
-
-def words(name: str) -> str:
-    return name.replace("_", " ")
-
-
-def article(name: str) -> str:
-    """``a``/``an`` and the name, or the bare name for plurals (``leather boots``)."""
-    if name.endswith("s"):
-        return words(name)
-    return ("an " if name[0] in "aeiou" else "a ") + words(name)
-
-
-def weights(n: int, first: float | None = None) -> list[float]:
-    """``n`` milestone weights summing exactly to 1 (``first`` for the first, the rest even)."""
-    if n == 1:
-        return [1.0]
-    rest = n - 1 if first is not None else n
-    share = round((1.0 - (first or 0.0)) / rest, 6)
-    out = ([first] if first is not None else []) + [share] * rest
-    out[-1] = round(1.0 - sum(out[:-1]), 6)
-    return out
-
-
-def milestones(predicates: list[str], first: float | None = None) -> list[dict]:
-    return [
-        {"when": p, "weight": w}
-        for p, w in zip(predicates, weights(len(predicates), first), strict=True)
-    ]
-
-
-def task(name, params, subcategory, text, init, success, marks, relevant, oracle, **extra):
-    return {
-        "name": name,
-        "category": params["category"],
-        "subcategory": subcategory,
-        "text": text,
-        "init_commands": init,
-        "success": success,
-        "milestones": marks,
-        "relevant": relevant,
-        **extra,
-        "rubric": rubric(text, marks, relevant),
-        "oracle": oracle,
-    }
-
-
-def rubric(text: str, marks: list[dict], relevant: dict) -> str:
-    """The six-dimension criteria of MCU's judge prompt, filled in for one task (kept for an
-    optional external judge; the programmatic scores do not read it)."""
-    things = ", ".join(sorted({name for names in relevant.values() for name in names}))
-    steps = "; ".join(mark["when"] for mark in marks)
-    return (
-        f"Task progress: how far the agent got towards '{text}' (milestones: {steps}). "
-        f"Action control: commands act on {things} and nothing unrelated. "
-        "Error recognition and correction: a wrong block, tool or move is noticed and undone. "
-        "Creative attempts: useful moves the instruction does not spell out. "
-        "Task completion efficiency: few commands, little wandering. "
-        f"Material selection and usage: {things} used fittingly and without waste."
-    )
-
-
-def at(spot) -> str:
-    return " ".join(f"~{v}" for v in spot)
-
-
-def away(distance: int, rng) -> tuple[int, int, int]:
-    """A ground-level offset ``distance`` nodes from the player, in one of 8 directions."""
-    angle = rng.integers(8) * math.pi / 4
-    return round(distance * math.sin(angle)), 0, round(distance * math.cos(angle))
 
 
 def mine_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
@@ -183,18 +124,10 @@ def craft_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
                 text,
                 init,
                 f"crafted({item}) >= 1",
-                milestones(marks) if len(marks) == 1 else _half_final(marks),
+                milestones(marks) if len(marks) == 1 else half_final(marks),
                 {"items": sorted(set(give) | {item})},
                 {"solver": "craft", "item": item, "count": 1},
             )
-
-
-def _half_final(marks: list[str]) -> list[dict]:
-    """Milestones where the final craft is worth half and the intermediate crafts share half."""
-    share = round(0.5 / (len(marks) - 1), 6)
-    out = [{"when": m, "weight": share} for m in marks[:-1]]
-    out.append({"when": marks[-1], "weight": round(1.0 - share * (len(marks) - 1), 6)})
-    return out
 
 
 def smelt_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
@@ -364,17 +297,8 @@ def drop_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
 def eat_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
     for item, info in reg.items.items():
         if info.food:
-            yield task(
-                f"eat_{item}",
-                params,
-                params["subcategory"],
-                f"Eat {article(item)}.",
-                [f"give @s {item} 1"],
-                f"ate({item}) >= 1",
-                milestones([f"ate({item}) >= 1"]),
-                {"items": [item]},
-                {"solver": "eat", "item": item},
-            )
+            oracle = {"solver": "eat", "item": item}
+            yield one_item_task(params, f"eat_{item}", f"Eat {article(item)}.", item, "ate", oracle)
 
 
 def spot_tasks(reg: Registry, params: dict, rng) -> Iterator[dict]:
@@ -442,6 +366,9 @@ TEMPLATES = {
     "climb": climb_tasks,
     "light": place_tasks,
     "decorate": place_tasks,
+    **templates_stations.TEMPLATES,
+    **templates_care.TEMPLATES,
+    **templates_world.TEMPLATES,
 }
 
 

@@ -4,10 +4,14 @@ Follows the ``custom_init_commands`` of MCU's task configs (Zheng et al., ICML 2
 ``docs/mcu.md``), which MineStudio runs in the real game at reset. The verbs kept are the ones
 MCU's configs use: ``give``, ``replaceitem entity @s <slot> <item>``, ``summon``, ``setblock``,
 ``fill`` (also wrapped in ``execute ... run``), ``time set``, ``weather``, ``effect give``,
-``tp``/``teleport`` and ``clear``, with Minecraft's ``~`` coordinates relative to the player.
+``tp``/``teleport`` and ``clear``, with Minecraft's ``~`` coordinates relative to the player,
+plus ``experience``/``xp add <target> <n> levels`` and ``fillbiome`` (Minecraft 1.19.4's, to
+mark a patch of the arena as a biome).
 
 Departures: selectors are ignored (every command acts on the one player or the world); NBT tags
-(``{...}``) are dropped; an item or mob the registry does not know is skipped with a warning that
+(``{...}``) are dropped, except a given tool's ``Damage`` (its wear); experience points are
+converted to whole levels (7 points a level); an item or mob the registry does not know is
+skipped with a warning that
 names the task file, the line, the command and the name, so configs written for the real game
 import.
 Commands are parsed once when the task loads (:func:`parse`) and applied at every reset
@@ -28,6 +32,7 @@ ARMOR_SLOTS = dict(
     zip(("armor.head", "armor.chest", "armor.legs", "armor.feet"), ARMOR_PIECES, strict=True)
 )
 FILL_MODES = ("replace", "destroy", "keep", "hollow", "outline")
+POINTS_PER_LEVEL = 7
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ def parse(text: str, where: str, registry: Registry) -> Command | None:
     ``ValueError`` naming it.
     """
     stripped = text.strip().lstrip("/")
+    damage = re.search(r"\bDamage:(\d+)", stripped)
     while "{" in stripped:  # drop NBT tags, innermost first
         shorter = re.sub(r"\{[^{}]*\}", " ", stripped)
         if shorter == stripped:
@@ -81,6 +87,8 @@ def parse(text: str, where: str, registry: Registry) -> Command | None:
         if str(error).startswith(where):
             raise
         raise ValueError(f"{where}: cannot parse {text!r}: {error}") from None
+    if command is not None and command.verb == "give" and damage:
+        command = replace(command, args=(*command.args, int(damage.group(1))))
     return None if command is None else replace(command, where=where)
 
 
@@ -200,6 +208,22 @@ def _clear(rest, where, registry):
     return Command("clear", (None,))
 
 
+def _experience(rest, where, registry):
+    if rest[0] != "add":
+        raise ValueError("expected 'experience add <target> <n> [levels|points]'")
+    amount, unit = int(rest[2]), rest[3] if len(rest) > 3 else "points"
+    if unit not in ("levels", "points"):
+        raise ValueError(f"unit must be levels or points, got {unit!r}")
+    return Command("experience", (amount if unit == "levels" else amount // POINTS_PER_LEVEL,))
+
+
+def _fillbiome(rest, where, registry):
+    biome = rest[6]
+    if not _known(biome, "biome", registry.biomes, where):
+        return None
+    return Command("fillbiome", (_coordinates(rest[:3]), _coordinates(rest[3:6]), biome))
+
+
 _PARSERS = {
     "give": _give,
     "replaceitem": _replaceitem,
@@ -212,6 +236,9 @@ _PARSERS = {
     "tp": _tp,
     "teleport": _tp,
     "clear": _clear,
+    "experience": _experience,
+    "xp": _experience,
+    "fillbiome": _fillbiome,
 }
 
 
@@ -226,7 +253,7 @@ def apply(world: MCUWorld, command: Command) -> None:
             warnings.warn(f"{command.where}: {cell} is outside the arena; skipped", stacklevel=2)
             return
     if verb == "give":
-        world.give(*args)
+        _give_worn(world, *args)
     elif verb == "replaceitem":
         _replace_slot(world, *args)
     elif verb == "summon":
@@ -247,12 +274,27 @@ def apply(world: MCUWorld, command: Command) -> None:
         world.effects.clear()
     elif verb == "tp":
         world.teleport(cell)
+    elif verb == "experience":
+        world.levels = max(0, world.levels + args[0])
+    elif verb == "fillbiome":
+        lo, hi = _cell(args[0], base), _cell(args[1], base)
+        world.set_biome((lo[0], lo[2]), (hi[0], hi[2]), args[2])
     elif verb == "clear":
         inventory = world.player.inventory
         for slot, content in enumerate(inventory.slots):
             if content is not None and args[0] in (None, content[0]):
                 inventory.slots[slot] = None
                 world.wear[slot] = 0
+
+
+def _give_worn(world: MCUWorld, item: str, count: int, damage: int = 0) -> None:
+    """Gives ``count`` of ``item``; ``damage`` wears each new tool by that many uses."""
+    before = {i for i, c in enumerate(world.player.inventory.slots) if c and c[0] == item}
+    world.give(item, count)
+    if damage:
+        for slot, content in enumerate(world.player.inventory.slots):
+            if content is not None and content[0] == item and slot not in before:
+                world.wear[slot] = max(1, world.wear[slot] - damage)
 
 
 def _cell(coordinates: tuple[Coordinate, ...], base: tuple[int, int, int]) -> tuple[int, ...]:

@@ -132,10 +132,11 @@ def text(world: MCUWorld, relevant: frozenset[str]) -> str:
     armor = ", ".join(s[0] for s in world.armor.values() if s) or "none"
     lines = [
         f"position: x={x} y={y} z={z}, facing {FACING_NAMES[world.facing]}, pitch {world.pitch}",
-        f"time: {'day' if world.is_day() else 'night'} ({world.time}), weather {world.weather},"
-        f" visibility {radius}",
+        f"biome: {world.biome()}, time: {'day' if world.is_day() else 'night'} ({world.time}),"
+        f" weather {world.weather}, visibility {radius}",
         f"health {world.health:.0f}/20, hunger {world.hunger}/20, armor {armor},"
-        f" effects: {', '.join(sorted(world.effects)) or 'none'}",
+        f" effects: {', '.join(sorted(world.effects)) or 'none'}, level {world.levels}"
+        + (f", air {world.air}" if world.underwater() else ""),
         f"holding: {held}",
         f"looking at: {world.block(target) if target else 'nothing'}"
         + (f" ({_where(world, target)})" if target else ""),
@@ -152,12 +153,18 @@ def text(world: MCUWorld, relevant: frozenset[str]) -> str:
             blocks.append(f"{name} x{len(cells)} (nearest {_where(world, cells[0])})")
     lines.append("blocks in view: " + ("; ".join(blocks) or "none"))
     mobs = [
-        f"{m.kind.name} hp {m.health:.0f} ({_where(world, m.position)})"
+        f"{m.kind.name}{_mob_state(m)} hp {m.health:.0f} ({_where(world, m.position)})"
         for m in sorted(world.mobs, key=lambda m: (world.distance_to(m.position), m.uid))
         if world.distance_to(m.position) <= radius
     ]
     lines.append("mobs in view: " + ("; ".join(mobs) or "none"))
     items = [f"{name} x{world.count(name)}" for name in _held_items(world)]
+    items += [
+        f"{world.player.inventory.slots[slot][0]} ({', '.join(extras)})"
+        for slot in sorted(set(world.enchantments) | set(world.names))
+        if world.player.inventory.slots[slot]
+        and (extras := [*world.enchantments.get(slot, ()), *_named(world, slot)])
+    ]
     lines.append("inventory: " + (", ".join(items) or "empty"))
     lines.append("events: " + ("; ".join(world.log) or "none"))
     report = "\n".join(lines)
@@ -172,3 +179,12 @@ def _held_items(world: MCUWorld) -> list[str]:
         if content is not None:
             seen[content[0]] = None
     return list(seen)
+
+
+def _named(world: MCUWorld, slot: int) -> list[str]:
+    return [f"named {world.names[slot]!r}"] if slot in world.names else []
+
+
+def _mob_state(mob) -> str:
+    states = [s for s in ("tamed", "leashed", "trapped") if getattr(mob, s)]
+    return f" ({', '.join(states)})" if states else ""

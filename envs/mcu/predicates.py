@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from omnigym.envs.mcu.registries import Registry
+from omnigym.envs.mcu.structures import MEASURES
 from omnigym.envs.mcu.world import MCUWorld
 
 _TOKEN = re.compile(r"\s*(?:(>=|<=|==)|([(),])|(#?[A-Za-z_][A-Za-z0-9_]*)|(-?\d+(?:\.\d+)?))")
@@ -37,9 +38,21 @@ EVENT_COUNTERS = {
     "dropped": "items",
     "ate": "items",
     "slept_in": "blocks",
+    "brewed": "items",
+    "drank": "items",
+    "traded": "items",
+    "repaired": "items",
+    "renamed": "items",
+    "combined": "items",
+    "planted": "items",
+    "used": "items",
+    "tamed": "mobs",
+    "leashed": "mobs",
+    "tied": "mobs",
+    "fed": "mobs",
 }
 """Counters of the event log: function -> the registry its argument names."""
-STRUCTURES = ("pillar",)
+STRUCTURES = tuple(MEASURES)
 
 
 def _names(world: MCUWorld, name: str) -> tuple[str, ...]:
@@ -62,6 +75,11 @@ def _near(world: MCUWorld, name: str, radius: float) -> float:
     return float(any(world.cells_of(block, int(radius)) for block in _names(world, name)))
 
 
+def _enchanted(world: MCUWorld, item: str, enchantment: str | None = None) -> float:
+    key = ("enchanted", item) if enchantment is None else ("enchanted", item, enchantment)
+    return float(world.events[key])
+
+
 FUNCTIONS: dict[str, tuple[tuple[str, ...], int, Callable]] = {
     **{name: ((kind,), 1, _event(name)) for name, kind in EVENT_COUNTERS.items()},
     "inventory_has": (("items", "number"), 1, _inventory_has),
@@ -71,8 +89,19 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...], int, Callable]] = {
     "structure": (
         ("structure", "number"),
         2,
-        lambda world, template, h: float(world.pillar_height() >= h),
+        lambda world, template, n: float(MEASURES[template](world) >= n),
     ),
+    "enchanted": (("items", "enchantment"), 1, _enchanted),
+    "trapped": (
+        ("mobs",),
+        1,
+        lambda world, name: float(
+            sum(m.kind.name in _names(world, name) and world.penned(m) for m in world.mobs)
+        ),
+    ),
+    "in_biome": (("biome",), 1, lambda world, b: float(world.biome() == b)),
+    "underwater_ticks": ((), 0, lambda world: float(world.underwater_ticks)),
+    "levels": ((), 0, lambda world: float(world.levels)),
 }
 """name -> (argument kinds, how many are required, evaluator)."""
 
@@ -235,6 +264,8 @@ class _Parser:
             "blocks": registry.blocks,
             "mobs": registry.mobs,
             "structure": STRUCTURES,
+            "enchantment": registry.enchantments,
+            "biome": registry.biomes,
             "any": {**registry.items, **registry.blocks, **registry.mobs},
         }[kind]
         if value not in known:

@@ -1,4 +1,5 @@
-"""MCU's data registries: blocks, items, crafting and smelting recipes, mobs.
+"""MCU's data registries: blocks, items, recipes (crafting, smelting, brewing), enchantments,
+anvil rules, mobs with their care rules, villager trades and biomes.
 
 Follows the game content that MCU (Zheng et al., "MCU: An Evaluation Framework for Open-Ended
 Game Agents", ICML 2025; ``docs/mcu.md``) draws its tasks from, Minecraft 1.16 as MineStudio runs
@@ -44,6 +45,7 @@ class Block:
     solid: bool = True
     light: int = 0
     tags: frozenset[str] = frozenset()
+    pointable: bool = True
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,60 @@ class Mob:
     step_every: int = 2
     view: int = 16
     drops: tuple[tuple[str, int], ...] = ()
+    tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Potion:
+    """A potion: the effect drinking it gives (``None`` for base potions) and how it is brewed
+    (``base`` + ``ingredient`` at a brewing stand; ``None`` for the water bottle)."""
+
+    name: str
+    effect: str | None = None
+    seconds: int = 0
+    base: str | None = None
+    ingredient: str | None = None
+
+
+@dataclass(frozen=True)
+class Enchantment:
+    """An enchantment: the tool kinds or armour pieces it fits and its lapis and level cost."""
+
+    name: str
+    fits: tuple[str, ...]
+    lapis: int
+    levels: int
+
+
+@dataclass(frozen=True)
+class Care:
+    """How a mob is cared for: foods it takes, what tames it (an item, or ``ride``) and the
+    chance per try, whether a lead ties it and a boat traps it, what shearing gives."""
+
+    food: tuple[str, ...] = ()
+    tame_with: str | None = None
+    tame_chance: float = 0.0
+    leash: bool = False
+    boat: bool = False
+    shear: str | None = None
+
+
+@dataclass(frozen=True)
+class Trades:
+    """A villager's trade table: ``buys`` item -> count per emerald; ``sells`` item ->
+    (emeralds, count)."""
+
+    buys: dict[str, int]
+    sells: dict[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Biome:
+    """A biome: its ground block and the blocks that stand on it."""
+
+    name: str
+    surface: str
+    features: tuple[str, ...]
 
 
 @dataclass
@@ -99,6 +155,14 @@ class Registry:
     fuels: dict[str, float]
     mobs: dict[str, Mob]
     tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    potions: dict[str, Potion] = field(default_factory=dict)
+    enchantments: dict[str, Enchantment] = field(default_factory=dict)
+    stations: dict = field(default_factory=dict)
+    care: dict[str, Care] = field(default_factory=dict)
+    trades: dict[str, Trades] = field(default_factory=dict)
+    biomes: dict[str, Biome] = field(default_factory=dict)
+    seeds: dict[str, str] = field(default_factory=dict)
+    tillable: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.item_names = tuple(self.items)
@@ -112,6 +176,8 @@ class Registry:
                     block.color,
                     walkable=block.solid,
                     visible=block.solid,
+                    pointable=block.pointable,
+                    buildable_to=not block.pointable,
                     light_source=block.light,
                 )
                 for block in self.blocks.values()
@@ -164,7 +230,8 @@ def _load(name: str) -> dict:
 def registry() -> Registry:
     """The packaged registry (read once per process)."""
     blocks = _blocks(_load("blocks.yaml")["blocks"])
-    items = _items(_load("items.yaml"), blocks)
+    item_data = _load("items.yaml")
+    items = _items(item_data, blocks)
     tags: dict[str, list[str]] = {}
     for block in blocks.values():
         for tag in sorted(block.tags):
@@ -174,10 +241,30 @@ def registry() -> Registry:
     for ingredient, value in recipe_data["fuel_blocks"].items():
         members = tags[ingredient[1:]] if ingredient.startswith("#") else [ingredient]
         fuels.update(dict.fromkeys(members, value))
+    mob_data = _load("mobs.yaml")
     mobs = {
-        name: Mob(name, **{**fields, "drops": tuple(fields.get("drops", {}).items())})
-        for name, fields in _load("mobs.yaml")["mobs"].items()
+        name: Mob(
+            name,
+            **{
+                **fields,
+                "drops": tuple(fields.get("drops", {}).items()),
+                "tags": frozenset(fields.get("tags", ())),
+            },
+        )
+        for name, fields in mob_data["mobs"].items()
     }
+    stations = _load("stations.yaml")
+    potions = {
+        name: Potion(
+            name,
+            fields.get("effect"),
+            fields.get("seconds", 0),
+            fields.get("brew", {}).get("base"),
+            fields.get("brew", {}).get("ingredient"),
+        )
+        for name, fields in stations["potions"].items()
+    }
+    items.update({name: Item(name, stack=1) for name in potions})
     registry = Registry(
         blocks=blocks,
         items=items,
@@ -186,9 +273,38 @@ def registry() -> Registry:
         fuels=fuels,
         mobs=mobs,
         tags={tag: tuple(names) for tag, names in tags.items()},
+        potions=potions,
+        enchantments={
+            name: Enchantment(name, tuple(f["fits"]), f["lapis"], f["levels"])
+            for name, f in stations["enchantments"].items()
+        },
+        stations=stations,
+        care={name: _care(fields) for name, fields in mob_data["care"].items()},
+        trades={
+            name: Trades(dict(f.get("buys", {})), {k: tuple(v) for k, v in f["sells"].items()})
+            for name, f in _load("trades.yaml").items()
+        },
+        biomes={
+            name: Biome(name, f["surface"], tuple(f["features"]))
+            for name, f in _load("biomes.yaml").items()
+        },
+        seeds=dict(item_data["seeds"]),
+        tillable=tuple(item_data["tillable"]),
     )
     _check(registry)
     return registry
+
+
+def _care(fields: dict) -> Care:
+    tame = fields.get("tame", {})
+    return Care(
+        food=tuple(fields.get("food", ())),
+        tame_with=tame.get("with"),
+        tame_chance=float(tame.get("chance", 0.0)),
+        leash=bool(fields.get("leash", False)),
+        boat=bool(fields.get("boat", False)),
+        shear=fields.get("shear"),
+    )
 
 
 def _blocks(entries: list[dict]) -> dict[str, Block]:
@@ -210,13 +326,19 @@ def _blocks(entries: list[dict]) -> dict[str, Block]:
             solid=entry.get("solid", True),
             light=entry.get("light", 0),
             tags=frozenset(entry.get("tags", ())),
+            pointable=entry.get("pointable", True),
         )
     return blocks
 
 
 def _items(data: dict, blocks: dict[str, Block]) -> dict[str, Item]:
-    """Block items (every block that can be dug), then tools, armour and plain items."""
-    items = {name: Item(name) for name, block in blocks.items() if block.hardness >= 0}
+    """Block items (every block that can be dug, except planted crops, which come from seeds),
+    then tools, armour and plain items."""
+    items = {
+        name: Item(name)
+        for name, block in blocks.items()
+        if block.hardness >= 0 and "crop_plant" not in block.tags
+    }
     for kind, damages in data["tools"].items():
         for (tier, tier_data), damage in zip(data["tiers"].items(), damages, strict=True):
             name = f"{tier}_{kind}"
@@ -279,3 +401,19 @@ def _check(registry: Registry) -> None:
         for item, _ in mob.drops:
             if item not in known:
                 raise ValueError(f"mobs.yaml: {mob.name} drops unknown item {item}")
+    for mob, care in registry.care.items():
+        items = [*care.food, *(i for i in (care.tame_with, care.shear) if i not in (None, "ride"))]
+        for item in items if mob in registry.mobs else [mob]:
+            if item not in known:
+                raise ValueError(f"mobs.yaml: care of {mob} names unknown {item}")
+    for potion in registry.potions.values():
+        for item in (potion.base, potion.ingredient):
+            if item is not None and item not in known:
+                raise ValueError(f"stations.yaml: {potion.name} needs unknown {item}")
+    for name, trades in registry.trades.items():
+        for item in (*trades.buys, *trades.sells):
+            if "villager" not in registry.mobs[name].tags or item not in known:
+                raise ValueError(f"trades.yaml: {name} trades unknown {item}")
+    for biome in registry.biomes.values():
+        if not all(b in registry.blocks for b in (biome.surface, *biome.features)):
+            raise ValueError(f"biomes.yaml: {biome.name} names an unknown block")

@@ -21,7 +21,13 @@ Departures, for a discrete and fast symbolic game:
   ``Player``'s integer ``hp``; the ``Player`` holds position, look and inventory (36 slots, each
   stack capped at its item's Minecraft stack size), with tool wear kept per slot beside it.
 - The world is a 41 × 24 × 41 arena of flat grass over dirt, stone and bedrock; its edge is the
-  engine's ``ignore``, an invisible wall. Init commands build each task's scene in it.
+  engine's ``ignore``, an invisible wall. Init commands build each task's scene in it. Biomes
+  are a per-column map (plains unless an init command marks a patch).
+- Water is a non-solid block the pointing ray passes through: the player sinks to the bottom of
+  a pool (no fall damage), and with the head under water loses breath (15 s, 60 ticks), then
+  1 hp every 4 ticks, unless water breathing is on. Mobs avoid water.
+- Fences (tag ``fence``) stand 1.5 nodes tall: neither mobs nor the player step up onto them.
+- Experience is kept in whole levels (``levels``), spent by enchanting and the anvil.
 """
 
 from __future__ import annotations
@@ -76,10 +82,20 @@ EFFECTS = (
     "resistance",
     "speed",
     "slowness",
+    "water_breathing",
+    "fire_resistance",
+    "invisibility",
+    "instant_health",
 )
 WEATHERS = ("clear", "rain", "thunder")
 INVENTORY_SLOTS = 36
 HUNGER_EVERY, REGEN_EVERY = 160, 16
+BREATH, DROWN_EVERY = 60, 4
+LEASH_SLACK = 2
+"""A leashed mob walks toward the player whenever it is farther than this (Chebyshev)."""
+PEN_SIZE = 6
+"""A mob that can walk to at most this many nodes is penned in (``trapped``)."""
+BASE_BIOME = "plains"
 
 
 @dataclass
@@ -92,6 +108,11 @@ class MobState:
     uid: int
     cooldown: int = 0
     provoked: bool = False
+    tamed: bool = False
+    leashed: bool = False
+    trapped: bool = False
+    sheared: bool = False
+    tied: bool = False
 
     @property
     def hostile(self) -> bool:
@@ -129,6 +150,17 @@ class MCUWorld:
         self.log: list[str] = []
         self.acts: list[Act] = []
         self._next_uid = 0
+        self.levels = 0
+        self.air = BREATH
+        self.underwater_ticks = 0
+        self.brew_fuel = 0
+        self.powered: set[tuple[int, int, int]] = set()
+        self.enchantments: dict[int, tuple[str, ...]] = {}
+        self.names: dict[int, str] = {}
+        self.biome_names = (BASE_BIOME, *sorted(set(self.registry.biomes) - {BASE_BIOME}))
+        self.biomes = np.zeros((ARENA_SHAPE[0], ARENA_SHAPE[2]), dtype=np.int8)
+        self._water = self.registry.materials.id("water")
+        self._fences = frozenset(b.id for b in self.registry.blocks.values() if "fence" in b.tags)
 
     @property
     def position(self) -> tuple[int, int, int]:
@@ -154,8 +186,47 @@ class MCUWorld:
         return bool(self.registry.materials.walkable[self.grid.get(x, y, z)])
 
     def standable(self, x: int, y: int, z: int) -> bool:
-        """A body two nodes tall fits at ``(x, y, z)`` on solid ground."""
-        return not self.solid(x, y, z) and not self.solid(x, y + 1, z) and self.solid(x, y - 1, z)
+        """A body two nodes tall fits at ``(x, y, z)`` on solid ground that is not a fence."""
+        return (
+            not self.solid(x, y, z)
+            and not self.solid(x, y + 1, z)
+            and self.solid(x, y - 1, z)
+            and not self.fence(x, y - 1, z)
+        )
+
+    def fence(self, x: int, y: int, z: int) -> bool:
+        return self.grid.get(x, y, z) in self._fences
+
+    def water(self, x: int, y: int, z: int) -> bool:
+        return self.grid.get(x, y, z) == self._water
+
+    def underwater(self) -> bool:
+        x, y, z = self.position
+        return self.water(x, y + 1, z)
+
+    def biome(self) -> str:
+        return self.biome_at(self.position)
+
+    def biome_at(self, cell: tuple[int, int, int]) -> str:
+        ox, _, oz = ARENA_ORIGIN
+        return self.biome_names[self.biomes[cell[0] - ox, cell[2] - oz]]
+
+    def set_biome(self, lo: tuple[int, int], hi: tuple[int, int], name: str) -> None:
+        """Marks the columns from ``lo`` to ``hi`` (``(x, z)`` corners, clipped) as ``name``."""
+        ox, _, oz = ARENA_ORIGIN
+        (x0, x1), (z0, z1) = sorted((lo[0], hi[0])), sorted((lo[1], hi[1]))
+        x0, z0 = max(x0 - ox, 0), max(z0 - oz, 0)
+        self.biomes[x0 : x1 - ox + 1, z0 : z1 - oz + 1] = self.biome_names.index(name)
+
+    def ray_water(self) -> tuple[int, int, int] | None:
+        """The first water node along the look, before any pointable node."""
+        pointable = self.registry.materials.pointable
+        for cell in self.ray():
+            if self.water(*cell):
+                return cell
+            if pointable[self.grid.get(*cell)]:
+                return None
+        return None
 
     def ray(self) -> list[tuple[int, int, int]]:
         """Cells the current look reaches, nearest first."""
@@ -238,6 +309,8 @@ class MCUWorld:
                 slots[slot] = (item, content[1] - moved) if content[1] > moved else None
                 if slots[slot] is None:
                     self.wear[slot] = 0
+                    self.enchantments.pop(slot, None)
+                    self.names.pop(slot, None)
                 taken += moved
         return taken
 
@@ -249,6 +322,9 @@ class MCUWorld:
             if content is not None and content[0] == item:
                 slots[slot], slots[selected] = slots[selected], slots[slot]
                 self.wear[slot], self.wear[selected] = self.wear[selected], self.wear[slot]
+                for table in (self.enchantments, self.names):
+                    moving = table.pop(slot, None), table.pop(selected, None)
+                    table.update({s: v for s, v in zip((selected, slot), moving, strict=True) if v})
                 return True
         return False
 
@@ -292,24 +368,32 @@ class MCUWorld:
             self.teleport((nx, y, nz))
             self.fall()
             return True
-        if (
-            self.solid(nx, y, nz)
-            and not self.solid(nx, y + 1, nz)
-            and not self.solid(nx, y + 2, nz)
-            and not self.solid(x, y + 2, z)
-        ):
+        if self.can_step_up((x, y, z), nx, nz):
             self.teleport((nx, y + 1, nz))
             return True
         return False
 
+    def can_step_up(self, cell: tuple[int, int, int], nx: int, nz: int) -> bool:
+        """From ``cell``, the neighbouring column ``(nx, nz)`` is one block higher, not a fence,
+        with room for the body above it and for the head above ``cell``."""
+        x, y, z = cell
+        return (
+            self.solid(nx, y, nz)
+            and not self.fence(nx, y, nz)
+            and not self.solid(nx, y + 1, nz)
+            and not self.solid(nx, y + 2, nz)
+            and not self.solid(x, y + 2, z)
+        )
+
     def fall(self) -> None:
+        """Drops to the ground; fall damage beyond 3 nodes, none when landing in water."""
         x, y, z = self.position
         start = y
         while not self.solid(x, y - 1, z):
             y -= 1
         if y != start:
             self.teleport((x, y, z))
-            if start - y > 3:
+            if start - y > 3 and not self.water(x, y, z):
                 self.hurt(start - y - 3, "fell")
 
     def dig(self, cell: tuple[int, int, int]) -> None:
@@ -405,6 +489,7 @@ class MCUWorld:
         self.effects = {name: left - 1 for name, left in self.effects.items() if left > 1}
         if self.ticks % HUNGER_EVERY == 0:
             self.hunger = max(0, self.hunger - 1)
+        self._breathe()
         if self.ticks % REGEN_EVERY == 0:
             if self.hunger >= 18 or "regeneration" in self.effects:
                 self.health = min(20.0, self.health + 1)
@@ -418,11 +503,36 @@ class MCUWorld:
                 self.log.append("you died")
                 return
 
+    def pass_ticks(self, n: int) -> bool:
+        """Lets ``n`` ticks pass, stopping early if the player dies; True if alive."""
+        for _ in range(n):
+            self.tick()
+            if self.dead:
+                return False
+        return True
+
+    def _breathe(self) -> None:
+        if not self.underwater():
+            self.air = BREATH
+            return
+        self.underwater_ticks += 1
+        if "water_breathing" in self.effects:
+            return
+        self.air = max(0, self.air - 1)
+        if self.air == 0 and self.ticks % DROWN_EVERY == 0:
+            self.hurt(1, "drowning")
+
     def _act(self, mob: MobState) -> None:
         mob.cooldown = max(0, mob.cooldown - 1)
         px, py, pz = self.position
         mx, my, mz = mob.position
         reach = max(abs(px - mx), abs(pz - mz))
+        if mob.trapped or mob.tied:
+            return
+        if mob.leashed:
+            if reach > LEASH_SLACK:
+                self._walk(mob, (px, pz))
+            return
         if mob.hostile and reach <= mob.kind.view:
             if reach <= mob.kind.reach and abs(py - my) <= 1:
                 if mob.cooldown == 0:
@@ -434,16 +544,40 @@ class MCUWorld:
         elif self.ticks % mob.kind.step_every == 0 and self.rng.random() < 0.5:
             self._walk(mob, None)
 
-    def _walk(self, mob: MobState, toward: tuple[int, int] | None) -> None:
-        """Moves ``mob`` one node it can stand on: the one nearest ``toward`` (if nearer than
-        where it is), or a random one when it wanders."""
-        x, y, z = mob.position
-        options = [
+    def mob_steps(self, cell: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+        """The nodes a mob at ``cell`` may walk to next: a standable neighbour, one node up or
+        down at most."""
+        x, y, z = cell
+        return [
             (nx, ny, nz)
             for nx, nz in ((x + 1, z), (x - 1, z), (x, z + 1), (x, z - 1))
             for ny in (y + 1, y, y - 1)
-            if self.standable(nx, ny, nz) and (nx, ny, nz) != self.position
+            if self.standable(nx, ny, nz)
         ]
+
+    def reachable(self, cell: tuple[int, int, int], limit: int, blocked=frozenset()) -> set:
+        """The nodes a mob at ``cell`` can walk to (``blocked`` nodes aside), stopping once
+        more than ``limit`` are found."""
+        seen = {cell}
+        frontier = [cell]
+        while frontier and len(seen) <= limit:
+            nxt = []
+            for node in frontier:
+                for step in self.mob_steps(node):
+                    if step not in seen and step not in blocked:
+                        seen.add(step)
+                        nxt.append(step)
+            frontier = nxt
+        return seen
+
+    def penned(self, mob: MobState) -> bool:
+        """The mob is in a boat, or fenced in (it can walk to at most :data:`PEN_SIZE` nodes)."""
+        return mob.trapped or len(self.reachable(mob.position, PEN_SIZE)) <= PEN_SIZE
+
+    def _walk(self, mob: MobState, toward: tuple[int, int] | None) -> None:
+        """Moves ``mob`` one node it can stand on: the one nearest ``toward`` (if nearer than
+        where it is), or a random one when it wanders."""
+        options = [c for c in self.mob_steps(mob.position) if c != self.position]
         if not options:
             return
         if toward is None:
@@ -482,15 +616,3 @@ class MCUWorld:
     def cells_of(self, block: str, radius: int) -> list[tuple[int, int, int]]:
         """:meth:`found` as a list of node tuples."""
         return [(int(x), int(y), int(z)) for x, y, z in self.found(block, radius)]
-
-    def pillar_height(self) -> int:
-        """Height of the tallest vertical run of blocks the player placed."""
-        best = 0
-        for x, y, z in self.placed:
-            if (x, y - 1, z) in self.placed:
-                continue
-            run = 1
-            while (x, y + run, z) in self.placed:
-                run += 1
-            best = max(best, run)
-        return best

@@ -161,3 +161,26 @@ def test_compose_passes_check_env(level):
     check_env(env.unwrapped, skip_render_check=True)
     _, info = env.reset(seed=0)
     assert (info["perturbations"] != []) == (level == "hard")
+
+
+CURATED = [
+    info.id
+    for info in omnigym.list_envs(family="MCU")
+    if info.entry_point.endswith("ComposeEnv") and info.kwargs.get("tasks")
+]
+
+
+def test_twenty_curated_compositions_are_registered():
+    assert len(CURATED) == 20
+
+
+@pytest.mark.parametrize("env_id", CURATED)
+def test_the_oracle_solves_each_curated_composition(env_id):
+    env = omnigym.make(env_id)
+    agent = omnigym.make_agent("oracle", env=env, env_id=env_id)
+    agent.reset(0)
+    observation, info = env.reset(seed=0)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+    assert info["success"], env_id

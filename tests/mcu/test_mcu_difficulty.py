@@ -182,3 +182,31 @@ def test_every_hard_variant_of_a_seeded_sample_is_oracle_solvable():
 def test_the_hunting_oracle_waits_out_a_decoy_standing_between_it_and_its_prey():
     result = oracles.run(AtomicEnv("hunt_pig_x2_with_diamond_sword", difficulty="hard"), 0)
     assert result["success"], result["reason"]
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("brew_night_vision_potion", {"distractor_items", "decoys", "displaced_target"}),
+        ("sell_wheat", {"distractor_items", "decoys", "displaced_target"}),
+        ("repair_iron_pickaxe", {"distractor_items", "decoys", "displaced_target"}),
+        ("tame_wolf", {"distractor_items", "decoys", "displaced_target"}),
+        ("find_desert", {"distractor_items", "decoys", "displaced_target"}),
+        ("dive", {"distractor_items", "displaced_target"}),
+        ("plant_carrot_with_iron_hoe", {"fewer_resources", "distractor_items"}),
+        ("build_house", {"distractor_items"}),
+        ("drink_healing_potion", {"distractor_items"}),
+    ],
+)
+def test_hard_variants_of_the_new_families_get_the_transforms_that_fit_them(task, expected):
+    env = AtomicEnv(task, difficulty="hard")
+    _, info = env.reset(seed=0)
+    darkness = {"night", "thunder", "blindness"}
+    applied = set(info["perturbations"])
+    assert applied - darkness == expected and len(applied & darkness) == 1
+    if "displaced_target" in expected:
+        simple = AtomicEnv(task)
+        simple.reset(seed=0)
+        assert simple.world.grid.content.tobytes() != env.world.grid.content.tobytes() or [
+            m.position for m in simple.world.mobs
+        ] != [m.position for m in env.world.mobs]

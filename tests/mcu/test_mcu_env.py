@@ -181,7 +181,7 @@ def test_random_env_draws_tasks_from_the_seed_within_its_filter():
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"category": "Trade"}, "category='Trade'"), ({"composite": True}, "composite")],
+    [({"category": "Diving"}, "category='Diving'"), ({"composite": True}, "composite")],
 )
 def test_random_env_rejects_filters_that_match_nothing_and_composites(kwargs, name):
     with pytest.raises(ValueError, match=name):

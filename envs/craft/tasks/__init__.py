@@ -17,6 +17,7 @@ TASKS = {
     "OpenWorld": "open_world:OpenWorldTask",
     "ProcDungeons": "proc_dungeons:ProcDungeonsTask",
     "MultiAgentCombat": "combat:CombatTask",
+    "LuaTask": "lua_task:LuaTask",
 }
 """Task name (Craftium's, as in ``Craft/<name>-v0``) → ``module:Class`` inside this package."""
 

@@ -86,6 +86,8 @@ class Task:
     width: ClassVar[int] = 64
     height: ClassVar[int] = 64
     fov: ClassVar[float] = 72.0
+    backends: ClassVar[tuple[str, ...]] = ("embedded", "luanti", "minetest")
+    """The ``CraftEnv`` backends that can run the task."""
 
     def __init__(self, conf: Mapping[str, Any] | None = None, n_players: int = 1):
         table = task_table()[self.name]
@@ -123,6 +125,11 @@ class Task:
     def begin_episode(self) -> None:
         """Clears the per-episode counters (called by the environment before ``reset``)."""
         self.rewards = np.zeros(self.n_players)
+
+    def luanti_data(self, world: World) -> dict[str, Any]:
+        """What the task's Lua mod reads as ``omnigym.conf.task`` under the Luanti backend
+        (spawn point, tools, entities), given the pristine world; nothing by default."""
+        return {}
 
     # ---- rules ------------------------------------------------------------------------------
 

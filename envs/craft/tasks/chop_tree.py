@@ -74,6 +74,9 @@ class ChopTreeTask(Task):
         player.inventory.select(0)
         self.trunks_dug = 0
 
+    def luanti_data(self, world: World) -> dict:
+        return {"spawn": spawn_position(world).tolist(), "tool": self.tool}
+
     def frame(self, sim: CraftSim, events: list[FrameEvents]) -> bool:
         for dug in events[0].dug:
             if dug.name in self.trunk_names:

@@ -164,6 +164,35 @@ class ProcDungeonsTask(Task):
         self.kills = 0
         self.collected = False
 
+    def luanti_data(self, world: World) -> dict[str, Any]:
+        dungeon, conf = self.dungeon, self.conf
+        monsters = []
+        for tier, cell in dungeon.monsters:
+            kind = self.kinds[MONSTER_KINDS[tier]]
+            monsters.append(
+                {
+                    "kind": kind.name,
+                    "pos": _standing(cell).tolist(),
+                    "size": list(kind.size),
+                    **{
+                        stat: getattr(kind, stat)
+                        for stat in ("hp", "damage", "speed", "reach", "view_range")
+                    },
+                    "attack_interval": kind.attack_interval,
+                    "color": list(kind.color),
+                }
+            )
+        return {
+            "spawn": _standing(dungeon.player).tolist(),
+            "sword": SWORD,
+            "objectives": [_standing(cell).tolist() for cell in dungeon.objectives],
+            "objective_item": conf["objective_item"],
+            "objective_color": list(self.table["objective"]["color"]),
+            "monsters": monsters,
+            "rwd_objective": conf["rwd_objective"],
+            "rwd_kill_monster": conf["rwd_kill_monster"],
+        }
+
     # ---- rules ------------------------------------------------------------------------------
 
     def frame(self, sim: CraftSim, events: list[FrameEvents]) -> bool:
