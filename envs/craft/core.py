@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 HELD_KEYS = ("forward", "backward", "left", "right", "dig")
 """Keys held on every frame of a step, as in Craftium; every other key fires on the first frame
 only."""
+SLOT_KEYS = tuple(f"slot_{slot + 1}" for slot in range(9))
+"""The hotbar keys of a raw action, slot 0 first."""
 PLAYER_KIND_ID = 1
 """Kind id of a player body in entity observations (``data/mobs.yaml``)."""
 PLAYER_COLOR = (60, 90, 200)
@@ -136,6 +138,7 @@ class CraftSim:
         self._pristine_top = -1
         self._pristine_heights: np.ndarray | None = None
         self._heights: np.ndarray | None = None
+        self._draw_heights = False
         self._turns: dict[tuple[float, float], tuple[float, float]] = {}
         self._controls: dict[tuple, tuple[Controls, Controls]] = {}
 
@@ -150,6 +153,13 @@ class CraftSim:
         if self.renderer is not None:
             self._pristine_top = self.renderer.top_row(pristine.content)
             self._pristine_heights = self.renderer.column_heights(pristine.content)
+            # The heights hint (a horizon that stops rising rays, empty space skipped above the
+            # columns) pays for itself only where rays can run far over open ground: in a grid
+            # wider than twice the view distance. In a smaller one it costs more than it saves
+            # (ChopTree's 48 × 48 forest: 20 µs a step to rebuild the horizon, for no gain in
+            # the frame). Frames are the same either way.
+            reach = 2.0 * self.render_options.view_distance
+            self._draw_heights = max(pristine.shape[0], pristine.shape[2]) > reach
         if (
             self.world is None
             or self.world.shape != pristine.shape
@@ -286,8 +296,8 @@ class CraftSim:
             player.dig_target, player.dig_elapsed = None, 0.0
         if not first:
             return
-        for slot in range(9):
-            if action[f"slot_{slot + 1}"]:
+        for slot, key in enumerate(SLOT_KEYS):
+            if action[key]:
                 player.inventory.select(slot)
         if action["place"]:
             bodies = [a.box(config) for j, a in enumerate(self.avatars) if j != i and a.alive]
@@ -408,20 +418,32 @@ class CraftSim:
 
     def frame(self, viewer: int = 0) -> np.ndarray:
         """The first-person frame of player ``viewer``."""
+        frame = self.renderer.render(*self.view(viewer))
+        self.task.decorate_frame(self, frame, viewer)
+        return frame
+
+    def finish_frame(self, frame: np.ndarray, viewer: int = 0) -> np.ndarray:
+        """``frame`` for player ``viewer`` of a frame drawn from ``view(viewer)`` by other means
+        (``batch.FrameBatch``): grey when the options say so, decorated by the task."""
+        frame = self.renderer.finish(frame)
+        self.task.decorate_frame(self, frame, viewer)
+        return frame
+
+    def view(self, viewer: int = 0) -> tuple:
+        """``Renderer.render``'s arguments for player ``viewer``'s frame (grid, eye, yaw, pitch,
+        entity boxes, light, origin, top row, heights)."""
         player = self.avatars[viewer].player
-        frame = self.renderer.render(
+        return (
             self.world.content,
             player.eye(self.config.eye_height),
             player.yaw,
             player.pitch,
-            entities=self.entity_boxes(viewer),
-            light=self.task.frame_light(self),
-            origin=self.world.origin,
-            top_row=self._top_row,
-            heights=self._heights,
+            self.entity_boxes(viewer),
+            self.task.frame_light(self),
+            self.world.origin,
+            self._top_row,
+            self._heights if self._draw_heights else None,
         )
-        self.task.decorate_frame(self, frame, viewer)
-        return frame
 
     def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
         """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of

@@ -30,17 +30,16 @@ Python around small Numba kernels; a batched kernel would duplicate them). ``inf
 env's all-zero placeholder would cost 423 kB per world per step here), and not the per-step
 ``task`` counters; the final step's ``success``, ``normalized_score`` and ``metrics`` are the
 single env's (with ``SAME_STEP``, ``final_info`` is the single env's whole final info, less the
-placeholder). With ``render_threads > 1`` a pool of that many threads draws each world's frame
-as soon as the world has stepped, while the calling thread steps the next worlds: stepping is
-Python that holds the GIL, drawing is mostly the Numba kernel, which releases it. Each frame is
-computed exactly as with one thread (worlds share nothing), so results are bit-identical.
+placeholder). Frames are drawn by ``batch.FrameBatch``: compiled code that does not hold the
+GIL, on ``render_threads`` threads, worker threads drawing the worlds already stepped while the
+calling thread steps the next. Each frame is computed exactly as with one thread (worlds share
+nothing), so results are bit-identical.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -49,6 +48,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action
+from omnigym.envs.craft.batch import FrameBatch
 from omnigym.envs.craft.env import BACKENDS, CraftEnv, as_rgb
 
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -94,7 +94,8 @@ class CraftVectorEnv(VectorEnv):
       string values).
     - ``copy``: True (default) gives each step its own observation arrays; False writes every
       step into the same arrays (faster; the previous batch is overwritten).
-    - ``render_threads``: threads drawing the frames of one step (default 1).
+    - ``render_threads``: threads drawing the frames of one step, the caller's included
+      (default 1).
     - ``render_mode``: None or ``"rgb_array"``: ``render()`` returns one frame per world.
     - ``max_episode_steps``: Gymnasium's name for ``max_timesteps`` (``make_vec`` passes it
       when the id's ``EnvSpec`` sets one).
@@ -190,8 +191,11 @@ class CraftVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._started = False
         self._achievements = False
-        threaded = render_threads > 1 and self.obs_mode != "voxels"
-        self._pool = ThreadPoolExecutor(render_threads) if threaded else None
+        self._batch = (
+            FrameBatch(self.num_envs, first.sim.renderer, render_threads)
+            if self.obs_mode != "voxels"
+            else None
+        )
 
     # ---- gymnasium API ----------------------------------------------------------------------
 
@@ -236,7 +240,21 @@ class CraftVectorEnv(VectorEnv):
         truncations = np.zeros(n, dtype=bool)
         infos = self._step_infos()
         to_draw: list[int] = []
-        drawing = []  # with a thread pool, world i is drawn while the next worlds step
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        if self._batch is not None:
+            self._batch.begin()
+        try:
+            self._step_worlds(indices, obs, rewards, terminations, truncations, infos, to_draw)
+        finally:
+            if self._batch is not None:
+                self._batch.finish()
+        self._draw(obs, to_draw)
+        if not same_step:
+            self._autoreset = terminations | truncations
+        return obs, rewards, terminations, truncations, infos
+
+    def _step_worlds(self, indices, obs, rewards, terminations, truncations, infos, to_draw):
+        """Steps every world, filling the step's arrays; queues the frames to draw."""
         raw_actions = self._raw_actions
         frameskip = self.frameskip
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
@@ -258,7 +276,7 @@ class CraftVectorEnv(VectorEnv):
             truncations[i] = truncated
             if not (terminated or truncated):
                 self._fill_info(i, infos)
-                self._schedule(obs, i, to_draw, drawing)
+                self._queue_draw(i, to_draw)
                 continue
             final = env.task.final_info(sim, float(self._returns[i]))
             if same_step:
@@ -273,13 +291,7 @@ class CraftVectorEnv(VectorEnv):
             else:
                 self._fill_info(i, infos)
                 self._add_info(infos, final, i)
-                self._schedule(obs, i, to_draw, drawing)
-        self._draw(obs, to_draw)
-        for future in drawing:
-            future.result()
-        if not same_step:
-            self._autoreset = terminations | truncations
-        return obs, rewards, terminations, truncations, infos
+                self._queue_draw(i, to_draw)
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """With ``render_mode="rgb_array"``, each world's current frame, ``uint8 (H, W, 3)``."""
@@ -288,9 +300,8 @@ class CraftVectorEnv(VectorEnv):
         return tuple(as_rgb(env.sim.frame(0)) for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        if self._batch is not None:
+            self._batch.close()
         for env in self.envs:
             env.close()
 
@@ -334,21 +345,28 @@ class CraftVectorEnv(VectorEnv):
             obs["rgb"] = sim.frame(0)
         return obs
 
-    def _schedule(self, obs, i: int, to_draw: list[int], drawing: list) -> None:
-        """Draws world i now on a pool thread (overlapping the next worlds' steps, which hold
-        the GIL, with its frame, which mostly does not), or queues it for ``_draw``."""
-        if self._pool is None:
-            to_draw.append(i)
-        else:
-            drawing.append(self._pool.submit(self._write_observation, obs, i))
-
-    def _write_observation(self, obs, i: int) -> None:
-        self._write(obs, i, self._observe(i))
+    def _queue_draw(self, i: int, to_draw: list[int]) -> None:
+        """World i's observation is written after the step; its frame is drawn as soon as
+        ``FrameBatch`` gets to it."""
+        to_draw.append(i)
+        if self._batch is not None:
+            self._batch.add(i, self.envs[i].sim.view(0))
 
     def _draw(self, obs, worlds: list[int]) -> None:
-        """Writes the observation of each world in ``worlds`` into ``obs``."""
+        """Writes the observation of each world in ``worlds`` into ``obs`` (their frames drawn
+        by ``FrameBatch``)."""
         for i in worlds:
-            self._write(obs, i, self._observe(i))
+            if self._batch is None:
+                self._write(obs, i, self._observe(i))
+                continue
+            sim = self.envs[i].sim
+            frame = sim.finish_frame(self._batch.frames[i], 0)
+            if self.obs_mode == "rgb":
+                obs[i] = frame
+            else:
+                world_obs = sim.voxels(0, self.radii)
+                world_obs["rgb"] = frame
+                self._write(obs, i, world_obs)
 
     def _step_infos(self) -> dict[str, Any]:
         n = self.num_envs

@@ -9,7 +9,8 @@ of magnitude slower than the kernel, which is why only the tests use it.
 
 import numpy as np
 
-from omnigym.envs.craft.render import LIGHT_MAX, Renderer, _texel_factor
+from omnigym.envs.craft.raycast import LIGHT_MAX, _texel_factor
+from omnigym.envs.craft.render import Renderer
 
 
 class ReferenceRenderer(Renderer):
@@ -28,6 +29,7 @@ def render_reference(
     y_top,
     horizon,
     use_horizon,
+    tops,
     origin,
     eye,
     basis,
@@ -45,8 +47,8 @@ def render_reference(
     """The NumPy reference of ``render._render_kernel``: the same arithmetic in the same order,
     vectorised over rays, with the kernel's arguments.
 
-    ``y_top`` and ``horizon`` are unused: the reference walks every ray to its end, with or
-    without the hints.
+    ``y_top``, ``horizon`` and ``tops`` are unused: the reference walks every ray to its end,
+    with or without the hints.
     """
     dims = np.array(grid.shape)
     p = eye - origin + 0.5
@@ -159,9 +161,14 @@ def render_reference(
     level = np.full(n_rays, LIGHT_MAX)
     hit_point = p + d * np.where(sky_ray, 0.0, hit_t)[:, None]
     if use_light:
+        # A block's face: the cell the ray crossed it from; an entity's: the node half a node
+        # out of the face it hit.
         front = hit_point.copy()
         front[rays, hit_axis] = front[rays, hit_axis] + 0.5 * hit_sign
         front = np.floor(front).astype(np.int64)
+        came_from = cell.copy()
+        came_from[rays, np.maximum(axis, 0)] -= step[rays, np.maximum(axis, 0)]
+        front = np.where(voxel[:, None], came_from, front)
         within = ((front >= 0) & (front < np.array(light.shape))).all(axis=1)
         safe = np.where(within[:, None], front, 0)
         level = np.where(
