@@ -328,7 +328,7 @@ class LuantiServer:
         try:
             self.link.sendall(line.encode() + b"\n")
         except OSError as error:
-            raise self.failure(f"the link failed ({error})") from None
+            raise self.failure(f"the link failed ({error})", exiting=True) from None
         return self.receive()
 
     def receive(self) -> tuple[dict[str, Any], bytes]:
@@ -343,7 +343,8 @@ class LuantiServer:
             self._end()
             raise error from None
         except (OSError, ValueError) as error:
-            raise self.failure(f"the link failed ({error!r})") from None
+            # A reset or broken link: the server is most likely going away, as when it closes.
+            raise self.failure(f"the link failed ({error!r})", exiting=True) from None
         if len(body) != json_len + blob_len:
             raise self.failure("the server closed the link mid-reply (crashed?)", exiting=True)
         reply = json.loads(body[:json_len])
