@@ -22,6 +22,7 @@ from omnigym.envs.craft.luanti.env import LuantiCraftEnv
 from omnigym.envs.craft.luanti.server import LuantiError, LuantiMissing
 
 from ..kills import kill_run
+from .helpers import assert_same
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MOD = ROOT / "docs" / "craft_task_mod"
@@ -207,6 +208,34 @@ def test_proc_dungeons_monster_and_objective_score_as_in_the_embedded_engine():
     assert total == expected[1] == 10.5 and info["success"] and info["task"]["collected"]
     # two sword punches 0.8 s (160 frames) apart
     assert kill_step == expected[0] == 160
+
+
+MOB_MAP = "######\n######\n######\n######\n######\n-\n######\n#O  b#\n# @  #\n# a  #\n######"
+"""The player between a tier-a monster within reach and a tier-b one that walks up to it."""
+
+
+@needs_luanti
+def test_proc_dungeons_with_mobs_replays_bit_for_bit_under_the_same_seed_and_actions():
+    env = omnigym.make(
+        "Craft/ProcDungeons-v0", backend="luanti", obs_mode="voxels",
+        minetest_conf={"ascii_map": MOB_MAP},
+    )  # fmt: skip
+    actions = np.random.default_rng(0).integers(env.action_space.n, size=150)
+    runs = []
+    for _ in range(2):  # the second episode on the same server, after the first one's frames
+        run = [env.reset(seed=7)]
+        for action in actions:
+            run.append(env.step(int(action)))
+            if run[-1][2] or run[-1][3]:
+                break
+        runs.append(run)
+    env.close()
+    first, second = runs
+    assert_same(first, second)
+    # the mobs mattered: the monsters moved and hit the player
+    entities = [step[0]["entities"] for step in first]
+    assert not np.array_equal(entities[0], entities[-1])
+    assert first[-1][0]["player"][5] < first[0][0]["player"][5]
 
 
 @needs_luanti
