@@ -214,15 +214,13 @@ MOB_MAP = "######\n######\n######\n######\n######\n-\n######\n#O  b#\n# @  #\n# 
 """The player between a tier-a monster within reach and a tier-b one that walks up to it."""
 
 
-@needs_luanti
-def test_proc_dungeons_with_mobs_replays_bit_for_bit_under_the_same_seed_and_actions():
+def _mob_episodes(actions, episodes, **kwargs):
     env = omnigym.make(
         "Craft/ProcDungeons-v0", backend="luanti", obs_mode="voxels",
-        minetest_conf={"ascii_map": MOB_MAP},
+        minetest_conf={"ascii_map": MOB_MAP}, **kwargs,
     )  # fmt: skip
-    actions = np.random.default_rng(0).integers(env.action_space.n, size=150)
     runs = []
-    for _ in range(2):  # the second episode on the same server, after the first one's frames
+    for _ in range(episodes):
         run = [env.reset(seed=7)]
         for action in actions:
             run.append(env.step(int(action)))
@@ -230,8 +228,17 @@ def test_proc_dungeons_with_mobs_replays_bit_for_bit_under_the_same_seed_and_act
                 break
         runs.append(run)
     env.close()
-    first, second = runs
+    return runs
+
+
+@needs_luanti
+def test_proc_dungeons_with_mobs_replays_bit_for_bit_under_the_same_seed_and_actions():
+    actions = np.random.default_rng(0).integers(10, size=150)
+    # twice on one server, once on a server that takes its own steps at other times
+    first, second = _mob_episodes(actions, 2)
+    (third,) = _mob_episodes(actions, 1, engine_step=0.25)
     assert_same(first, second)
+    assert_same(first, third)
     # the mobs mattered: the monsters moved and hit the player
     entities = [step[0]["entities"] for step in first]
     assert not np.array_equal(entities[0], entities[-1])

@@ -10,11 +10,12 @@
 -- steps leave it where it is; its on_step sees them as usual (a velocity or acceleration set
 -- between frames, by on_activate or on_punch, is taken over at the next frame).
 local physics = omnigym.physics
-local conf = omnigym.conf
 local entities = {}
 local on_steps = {}
 local motion = setmetatable({}, {__mode = "k"}) -- luaentity -> {velocity, acceleration}
 local ZERO = {x = 0, y = 0, z = 0}
+-- The moveresult of a frame without collisions (and of an entity's first frame).
+local FREE = {touching_ground = false, collides = false, standing_on_object = false, collisions = {}}
 
 minetest.register_on_mods_loaded(function()
 	for name, def in pairs(minetest.registered_entities) do
@@ -57,7 +58,7 @@ local function move(entity, kept, dt)
 	if object:get_attach() or not props.physical then
 		object:set_pos({x = pos.x + vx * dt, y = pos.y + vy * dt, z = pos.z + vz * dt})
 		kept.velocity = {x = vx, y = vy, z = vz}
-		return {touching_ground = false, collides = false, standing_on_object = false, collisions = {}}
+		return FREE
 	end
 	local b = props.collisionbox
 	local cx, cz = (b[1] + b[4]) / 2, (b[3] + b[6]) / 2
@@ -67,11 +68,16 @@ local function move(entity, kept, dt)
 	physics.sweep(s, box, props.stepheight or 0, 0)
 	object:set_pos({x = s.p[1] - cx, y = s.p[2] - b[2], z = s.p[3] - cz})
 	kept.velocity = {x = s.vx, y = s.vy, z = s.vz}
+	local collisions = {}
+	if s.on_ground then -- the node under the box's centre, as the ground collision
+		local under = vector.round({x = s.p[1], y = s.p[2] - 0.5, z = s.p[3]})
+		collisions[1] = {type = "node", axis = "y", node_pos = under}
+	end
 	return {
 		touching_ground = s.on_ground,
 		collides = s.vx ~= free[1] or s.vy ~= free[2] or s.vz ~= free[3],
 		standing_on_object = false,
-		collisions = {},
+		collisions = collisions,
 	}
 end
 
@@ -93,7 +99,7 @@ local function run_on_step(entity, kept, dt)
 	if on_step then
 		object:set_velocity(kept.velocity)
 		object:set_acceleration(kept.acceleration)
-		on_step(entity, dt, entity.omnigym_moveresult)
+		on_step(entity, dt, entity.omnigym_moveresult or FREE)
 		if not object:get_pos() then
 			return false
 		end
