@@ -14,7 +14,7 @@ see :mod:`omnigym.envs.methods.vit`).
 Departures from the paper: synthetic stick-figure renders stand in for 3DPW and FreiHAND
 images, noisy projected joints with whole-frame left/right flips for a 2-D detector's output, a
 4-layer width-96 ViT pretrained here on 4,000 synthetic frames for ViTPose-style backbones
-pretrained on large image sets; poses are scored in millimetres of a body about 1.75 m tall.
+pretrained on large image sets; poses are scored in millimetres of a body about 1.65 m tall.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class PoseEstimation(MethodEnv):
 
     Minus the PA-MPJPE (mm). Metrics: ``pa_mpjpe``, ``mpjpe`` (after aligning the pelvis),
     ``acceleration_error`` (mm per frame², within clips), and ``pa_mpjpe_flipped``, the
-    PA-MPJPE on the test frames whose detections were left/right-flipped (NaN if none was). A non-finite answer
-    scores -1000 with ``info["invalid_action"]``.
+    PA-MPJPE on the test frames whose detections were left/right-flipped (NaN if none was). A
+    non-finite answer scores -1000 with ``info["invalid_action"]``.
 
     ## Episode end
 

@@ -3,9 +3,9 @@ renders, noisy 2-D detections with left/right flips, and the pose metrics.
 
 - **Skeleton** (:data:`JOINTS`, the 14 joints of the LSP order): a kinematic tree rooted at the
   pelvis (the midpoint of the hips, not itself a joint) with fixed bone offsets in metres
-  (:data:`OFFSETS`, a body about 1.75 m tall) and a per-clip bone-length scale in [0.9, 1.1].
+  (:data:`OFFSETS`, a body about 1.65 m tall) and a per-clip bone-length scale in [0.9, 1.1].
 - **Motion** (:func:`motion`): every articulated joint (:data:`ARTICULATED`) turns by Euler angles
-  ``base + amplitude · sin(2π f t + phase)`` with a random base, amplitude, frequency (0.3-1.2
+  ``base + amplitude · sin(2π f t + phase)`` with a random base, amplitude, frequency (0.2-0.8
   cycles a clip) and phase per clip and axis, so poses change smoothly over the
   :data:`FRAMES`-frame clip; the whole body turns by a random camera yaw. Poses are root-relative
   (pelvis at the origin), in metres.
@@ -50,16 +50,16 @@ PARENTS = (1, 2, -1, -1, 3, 4, 7, 8, 12, 12, 9, 10, -1, 12)
 #: up, z forward).
 OFFSETS = np.array(
     [
-        [0.0, -0.42, 0.0], [0.0, -0.45, 0.0], [-0.10, -0.05, 0.0],
-        [0.10, -0.05, 0.0], [0.0, -0.45, 0.0], [0.0, -0.42, 0.0],
+        [0.0, -0.42, 0.0], [0.0, -0.45, 0.0], [-0.10, 0.0, 0.0],
+        [0.10, 0.0, 0.0], [0.0, -0.45, 0.0], [0.0, -0.42, 0.0],
         [0.0, -0.26, 0.0], [0.0, -0.28, 0.0], [-0.18, -0.02, 0.0],
         [0.18, -0.02, 0.0], [0.0, -0.28, 0.0], [0.0, -0.26, 0.0],
         [0.0, 0.55, 0.0], [0.0, 0.22, 0.0],
     ]
 )  # fmt: skip
-#: Joints whose own rotation moves their children (hips, knees, shoulders, elbows, neck), with
-#: the base and the amplitude range of their Euler angles (radians, axes xyz).
+#: Joints whose own rotation moves their children (hips, knees, shoulders, elbows, neck).
 ARTICULATED = (1, 2, 3, 4, 7, 8, 9, 10, 12)
+#: The largest amplitude of an articulated joint's Euler angles, radians.
 SWING = 0.9
 #: Left/right partners: index i's mirror joint.
 MIRROR = np.array([5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 6, 12, 13])
@@ -88,7 +88,7 @@ def motion(rng: np.random.Generator, clips: int) -> np.ndarray:
         shape = (len(ARTICULATED), 3)
         base = rng.uniform(-0.4, 0.4, shape)
         amplitude = rng.uniform(0.0, SWING, shape)
-        frequency = rng.uniform(0.3, 1.2, shape)
+        frequency = rng.uniform(0.2, 0.8, shape)
         phase = rng.uniform(0.0, 2 * np.pi, shape)
         wave = np.sin(2 * np.pi * frequency * t[:, None, None] + phase)
         angles[:, ARTICULATED] = base + amplitude * wave
@@ -163,6 +163,8 @@ def _bone_side(bone: tuple[int, int]) -> int:
 
 
 SIDES = np.array([_bone_side(bone) for bone in BONES])
+#: Per side (left, centre, right), which bones are on it.
+ON_SIDE = SIDES[None] == np.arange(3)[:, None]
 _STARTS = np.array([bone[0] for bone in BONES])
 _ENDS = np.array([bone[1] for bone in BONES])
 #: Base limb colours (RGB in [0, 1]) of the left, centre and right bones.
@@ -184,13 +186,11 @@ def render(rng: np.random.Generator, pixels: np.ndarray) -> np.ndarray:
         limbs = _segments(pixels[clip][:, _STARTS], pixels[clip][:, _ENDS], LIMB_WIDTH)
         for frame in range(FRAMES):
             image = np.broadcast_to(background[:, None, None], (3, IMAGE, IMAGE)).copy()
-            for centre, colour, radius in zip(
-                blobs[frame], blob_colours, blob_radius, strict=True
-            ):
+            for centre, colour, radius in zip(blobs[frame], blob_colours, blob_radius, strict=True):
                 inside = (_X - centre[0]) ** 2 + (_Y - centre[1]) ** 2 <= radius**2
                 image[:, inside] = colour[:, None]
             for side in (1, 0, 2):
-                inside = limbs[frame, SIDES == side].any(axis=0)
+                inside = limbs[frame, ON_SIDE[side]].any(axis=0)
                 image[:, inside] = colours[side][:, None]
             if rng.random() < OCCLUSION:
                 corner = rng.integers(0, IMAGE - 16, 2)
@@ -210,7 +210,7 @@ def skeleton_image(detections: np.ndarray) -> np.ndarray:
     lead = detections.shape[:-2]
     flat = detections.reshape(-1, len(JOINTS), 2)
     masks = _segments(flat[:, _STARTS], flat[:, _ENDS], 0.75)
-    out = np.stack([masks[:, SIDES == side].any(axis=1) for side in range(3)], axis=1)
+    out = np.stack([masks[:, ON_SIDE[side]].any(axis=1) for side in range(3)], axis=1)
     out = out.astype(np.float32)
     out = ndimage.gaussian_filter(out, (0, 0, 0.6, 0.6))
     return out.reshape(*lead, 3, IMAGE, IMAGE)

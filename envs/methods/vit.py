@@ -118,7 +118,8 @@ def _model_class() -> Any:
             if self.variant == "temporal":
                 window = out.reshape(-1, WINDOW, WIDTH)
                 query = self.cross_norm(window)
-                out = (window + self.cross(query, query, query, need_weights=False)[0]).flatten(0, 1)
+                mixed = self.cross(query, query, query, need_weights=False)[0]
+                out = (window + mixed).flatten(0, 1)
             return self.head(out).reshape(-1, joints, 3)
 
     return PoseViT
@@ -268,7 +269,8 @@ def load(variant: str = "rgb", seed: int = PRETRAIN_SEED) -> Any:
     state = {name: torch.tensor(value) for name, value in pretrained().items()}
     loaded = model.load_state_dict(state, strict=False)
     if loaded.unexpected_keys:
-        raise ValueError(f"the fixture has parameters {loaded.unexpected_keys} no {variant} model holds")
+        extra = loaded.unexpected_keys
+        raise ValueError(f"the fixture has parameters {extra} no {variant} model holds")
     model.eval()
     return model
 
