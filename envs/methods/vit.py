@@ -34,8 +34,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ import numpy as np
 from omnigym.threads import one_torch_thread
 
 from . import poses
+from .core import cache_dir, cached_arrays
 
 VARIANTS = ("rgb", "skeleton", "coordinates", "temporal")
 WIDTH = 96
@@ -209,13 +208,6 @@ def predict(model: Any, frames: dict[str, np.ndarray], chunk: int = 64) -> np.nd
 # ---- the RGB-only fixture -----------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where the fixture is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
-    ``omnigym/extpose/``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "omnigym" / "extpose"
-
-
 def _key() -> str:
     import torch
 
@@ -237,17 +229,8 @@ def pretraining_set() -> poses.Clips:
 @functools.cache
 def pretrained() -> dict[str, np.ndarray]:
     """The state dict (as arrays) of the RGB-only fixture: trained by :func:`pretrain` once,
-    then read from :func:`cache_dir` (``np.load`` without pickle)."""
-    path = cache_dir() / f"rgb-{_key()}.npz"
-    if path.exists():
-        with np.load(path, allow_pickle=False) as saved:
-            return dict(saved)
-    state = pretrain()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
-    np.savez(partial, **state)
-    os.replace(partial, path)
-    return state
+    then read from the cache folder ``omnigym/extpose/`` (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    return cached_arrays(cache_dir("extpose") / f"rgb-{_key()}.npz", pretrain)
 
 
 def pretrain() -> dict[str, np.ndarray]:
