@@ -209,9 +209,12 @@ def skeleton_image(detections: np.ndarray) -> np.ndarray:
     one-pixel-wide line in its side's channel (left 0, centre 1, right 2), blurred."""
     lead = detections.shape[:-2]
     flat = detections.reshape(-1, len(JOINTS), 2)
-    masks = _segments(flat[:, _STARTS], flat[:, _ENDS], 0.75)
-    out = np.stack([masks[:, ON_SIDE[side]].any(axis=1) for side in range(3)], axis=1)
-    out = out.astype(np.float32)
+    out = np.empty((len(flat), 3, IMAGE, IMAGE), np.float32)
+    for start in range(0, len(flat), FRAMES):  # a clip at a time bounds the masks' memory
+        chunk = flat[start : start + FRAMES]
+        masks = _segments(chunk[:, _STARTS], chunk[:, _ENDS], 0.75)
+        for side in range(3):
+            out[start : start + FRAMES, side] = masks[:, ON_SIDE[side]].any(axis=1)
     out = ndimage.gaussian_filter(out, (0, 0, 0.6, 0.6))
     return out.reshape(*lead, 3, IMAGE, IMAGE)
 

@@ -132,15 +132,18 @@ def build(variant: str, seed: int) -> Any:
     return _model_class()(check_variant(variant))
 
 
-def inputs(clips: poses.Clips) -> dict[str, np.ndarray]:
-    """Model inputs of every frame, flattened in clip order: ``images`` (frames, 3, 64, 64)
-    float32 in [0, 1], ``skeletons`` (the same shape) and ``detections`` (frames, 14, 2)."""
+def inputs(clips: poses.Clips, variant: str) -> dict[str, np.ndarray]:
+    """The inputs a ``variant`` model reads, every frame flattened in clip order: ``images``
+    (frames, 3, 64, 64) float32 in [0, 1], and ``skeletons`` (the same shape; ``skeleton`` and
+    ``temporal``) or ``detections`` (frames, 14, 2; ``coordinates``)."""
     detections = clips.detections.reshape(-1, len(poses.JOINTS), 2)
-    return {
-        "images": clips.images.reshape(-1, 3, poses.IMAGE, poses.IMAGE).astype(np.float32) / 255,
-        "skeletons": poses.skeleton_image(detections),
-        "detections": detections.astype(np.float32),
-    }
+    out = {"images": clips.images.reshape(-1, 3, poses.IMAGE, poses.IMAGE).astype(np.float32)}
+    out["images"] /= 255
+    if check_variant(variant) in ("skeleton", "temporal"):
+        out["skeletons"] = poses.skeleton_image(detections)
+    if variant == "coordinates":
+        out["detections"] = detections.astype(np.float32)
+    return out
 
 
 def _call(model: Any, batch: dict[str, Any]) -> Any:
@@ -236,7 +239,7 @@ def pretrained() -> dict[str, np.ndarray]:
 def pretrain() -> dict[str, np.ndarray]:
     """Train a fresh ``rgb`` model (seed :data:`PRETRAIN_SEED`) on :func:`pretraining_set`."""
     clips = pretraining_set()
-    frames = {"images": inputs(clips)["images"]}
+    frames = inputs(clips, "rgb")
     model = build("rgb", PRETRAIN_SEED)
     targets = clips.poses.reshape(-1, len(poses.JOINTS), 3)
     train(model, frames, targets, PRETRAIN_EPOCHS, PRETRAIN_LEARNING_RATE, PRETRAIN_SEED)

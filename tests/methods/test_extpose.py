@@ -154,9 +154,9 @@ def test_the_fixture_is_built_once_cached_and_loads_into_every_variant(tiny_fixt
 
 def test_every_variant_runs_and_training_lowers_the_error_on_its_frames(clips):
     two = poses.Clips(clips.images[:2], clips.detections[:2], clips.poses[:2], clips.flipped[:2])
-    frames = vit.inputs(two)
     targets = two.poses.reshape(-1, 14, 3)
     for variant in vit.VARIANTS:
+        frames = vit.inputs(two, variant)
         model = vit.build(variant, seed=0)
         before = poses.pa_mpjpe(vit.predict(model, frames), targets)
         losses = vit.train(model, frames, targets, epochs=3, learning_rate=1e-3, seed=0)
