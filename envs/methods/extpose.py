@@ -9,7 +9,7 @@ with distractor blobs and occluders, with 2-D detections carrying pixel noise an
 flips in 10 % of the frames. The training clips come with their true root-relative 3-D poses; a
 method answers the 3-D pose of every test frame. The RGB-only ViT the ExtPose agents fine-tune
 from is in ``info["instance"]`` (:class:`Pretrained`; built in-process on first use and cached,
-see :mod:`omnigym.envs.methods.vit`).
+see :mod:`omnigym.envs.methods.extpose_model`).
 
 Departures from the paper: synthetic stick-figure renders stand in for 3DPW and FreiHAND
 images, noisy projected joints with whole-frame left/right flips for a 2-D detector's output, a
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from . import poses, vit
+from . import extpose_model, poses
 from .core import MethodEnv
 
 #: Root-relative joints lie within this many metres of the pelvis (a body is under 1 m from it).
@@ -46,16 +46,13 @@ SIZES = {"small": Size(train=6, test=3), "paper": Size(train=250, test=32)}
 @dataclass(frozen=True)
 class Pretrained:
     """What an agent gets in ``info["instance"]``: :meth:`model`, a fresh copy of the RGB-only
-    fixture in one of :data:`~omnigym.envs.methods.vit.VARIANTS` (its extra parameters from
-    ``seed``), and the skeleton renderer agents draw detections with."""
+    fixture in one of :data:`~omnigym.envs.methods.extpose_model.VARIANTS` (its extra
+    parameters from ``seed``)."""
 
-    variants: tuple[str, ...] = vit.VARIANTS
+    variants: tuple[str, ...] = extpose_model.VARIANTS
 
-    def model(self, variant: str = "rgb", seed: int = vit.PRETRAIN_SEED) -> Any:
-        return vit.load(variant, seed)
-
-    def skeleton_image(self, detections: np.ndarray) -> np.ndarray:
-        return poses.skeleton_image(detections)
+    def model(self, variant: str = "rgb", seed: int = extpose_model.PRETRAIN_SEED) -> Any:
+        return extpose_model.load(variant, seed)
 
 
 class PoseEstimation(MethodEnv):
@@ -84,9 +81,11 @@ class PoseEstimation(MethodEnv):
     ## Rewards
 
     Minus the PA-MPJPE (mm). Metrics: ``pa_mpjpe``, ``mpjpe`` (after aligning the pelvis),
-    ``acceleration_error`` (mm per frame², within clips), and ``pa_mpjpe_flipped``, the
-    PA-MPJPE on the test frames whose detections were left/right-flipped (NaN if none was). A
-    non-finite answer scores -1000 with ``info["invalid_action"]``.
+    ``acceleration_error`` (mm per frame², within clips), and the flip measures: after each
+    frame's Procrustes alignment, the mean error of the twelve left and right joints in the test
+    frames whose detections were left/right-flipped (``flipped_joint_error``, NaN if none was)
+    and in the others (``clean_joint_error``). A non-finite answer scores -1000 with
+    ``info["invalid_action"]``.
 
     ## Episode end
 
@@ -147,10 +146,5 @@ class PoseEstimation(MethodEnv):
         truth: poses.Clips = self.instance
         predicted = solution.reshape(truth.poses.shape)
         metrics = poses.pose_metrics(predicted, truth.poses)
-        flipped = truth.flipped
-        metrics["pa_mpjpe_flipped"] = (
-            poses.pa_mpjpe(predicted[flipped], truth.poses[flipped])
-            if flipped.any()
-            else float("nan")
-        )
+        metrics.update(poses.flip_errors(predicted, truth.poses, truth.flipped))
         return -metrics["pa_mpjpe"], metrics

@@ -2,16 +2,22 @@
 
 Fixture tests build a tiny RGB-only fixture (2 clips, 1 epoch) in a temporary cache folder."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from scipy.spatial.transform import Rotation
 
 import omnigym
-from omnigym.envs.methods import poses, vit
+from omnigym.envs.methods import extpose_model, poses
 from omnigym.envs.methods.extpose import PoseEstimation, Pretrained
+from omnigym.evaluators.experiment import Run, RunFolder
+from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.extpose import check
 
 ENV_ID = "Methods/PoseEstimation-v0"
+SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "extpose.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -129,36 +135,94 @@ def test_a_wrong_shape_raises_naming_shapes_and_nan_is_a_failed_episode():
 @pytest.fixture
 def tiny_fixture(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(vit, "PRETRAIN_CLIPS", 2)
-    monkeypatch.setattr(vit, "PRETRAIN_EPOCHS", 1)
-    vit.pretrained.cache_clear()
+    monkeypatch.setattr(extpose_model, "PRETRAIN_CLIPS", 2)
+    monkeypatch.setattr(extpose_model, "PRETRAIN_EPOCHS", 1)
+    extpose_model.pretrained.cache_clear()
     yield tmp_path
-    vit.pretrained.cache_clear()
+    extpose_model.pretrained.cache_clear()
 
 
 def test_the_fixture_is_built_once_cached_and_loads_into_every_variant(tiny_fixture, monkeypatch):
-    state = vit.pretrained()
+    state = extpose_model.pretrained()
     saved = list((tiny_fixture / "omnigym" / "extpose").glob("rgb-*.npz"))
     assert len(saved) == 1
-    vit.pretrained.cache_clear()
-    monkeypatch.setattr(vit, "pretrain", lambda: pytest.fail("rebuilt a cached fixture"))
-    cached = vit.pretrained()
+    extpose_model.pretrained.cache_clear()
+    monkeypatch.setattr(extpose_model, "pretrain", lambda: pytest.fail("rebuilt a cached fixture"))
+    cached = extpose_model.pretrained()
     assert all(np.array_equal(state[name], cached[name]) for name in state)
-    for variant in vit.VARIANTS:
+    for variant in extpose_model.VARIANTS:
         model = Pretrained().model(variant, seed=1)
         assert model.variant == variant
         weights = model.state_dict()
-        assert np.array_equal(weights["patch.weight"].numpy(), state["patch.weight"])
+        patches = "backbone.patches.weight"
+        assert np.array_equal(weights[patches].numpy(), state[patches])
         assert np.array_equal(weights["head.bias"].numpy(), state["head.bias"])
 
 
 def test_every_variant_runs_and_training_lowers_the_error_on_its_frames(clips):
     two = poses.Clips(clips.images[:2], clips.detections[:2], clips.poses[:2], clips.flipped[:2])
     targets = two.poses.reshape(-1, 14, 3)
-    for variant in vit.VARIANTS:
-        frames = vit.inputs(two, variant)
-        model = vit.build(variant, seed=0)
-        before = poses.pa_mpjpe(vit.predict(model, frames), targets)
-        losses = vit.train(model, frames, targets, epochs=3, learning_rate=1e-3, seed=0)
-        after = poses.pa_mpjpe(vit.predict(model, frames), targets)
+    for variant in extpose_model.VARIANTS:
+        frames = extpose_model.inputs(two.images, two.detections, variant)
+        model = extpose_model.build(variant, seed=0)
+        extpose_model.standardise(model, targets)
+        before = poses.pa_mpjpe(extpose_model.predict(model, frames), targets)
+        losses = extpose_model.train(model, frames, targets, epochs=10, learning_rate=2e-3, seed=0)
+        after = poses.pa_mpjpe(extpose_model.predict(model, frames), targets)
         assert losses[-1] < losses[0] and after < before, variant
+
+
+# ---- claims ----------------------------------------------------------------------------------
+
+PAPER_LIKE = {  # agent -> (PA-MPJPE, acceleration error, flipped-joint error, clean-joint error)
+    "mean-pose": (210.0, 14.0, 200.0, 200.0),
+    "extpose-rgb": (150.0, 60.0, 150.0, 150.0),
+    "extpose-coordinates": (130.0, 50.0, 170.0, 125.0),
+    "extpose-skeleton": (110.0, 45.0, 120.0, 105.0),
+    "extpose-temporal": (108.0, 20.0, 115.0, 104.0),
+}
+
+
+def _records(table):
+    rng = np.random.default_rng(0)
+    records = []
+    for seed in (0, 1, 2):
+        wobble = rng.standard_normal()
+        for agent, (pa, acceleration, flipped, clean) in table.items():
+            metrics = {"pa_mpjpe": pa + wobble, "mpjpe": pa + 20,
+                       "acceleration_error": acceleration, "clean_joint_error": clean,
+                       "flipped_joint_error": flipped + wobble}  # fmt: skip
+            records.append({"env_id": "paper", "agent": agent, "seed": seed, "episode": 0,
+                            "return": -pa, "metrics": metrics})  # fmt: skip
+    return records
+
+
+def _statuses(records):
+    run = Run(load_scenario(SCENARIO), {}, RunFolder(Path("unused")), {}, records)
+    return [entry["status"] for entry in check(run)]
+
+
+def test_claims_pass_on_a_run_that_shows_the_paper_s_pattern():
+    assert _statuses(_records(PAPER_LIKE)) == ["pass"] * 5 + ["recorded"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "agent", "values"),
+    [
+        (0, "extpose-rgb", (215.0, 60.0, 150.0, 150.0)),
+        (1, "extpose-skeleton", (155.0, 45.0, 120.0, 105.0)),
+        (2, "extpose-coordinates", (105.0, 50.0, 170.0, 125.0)),
+        (3, "extpose-coordinates", (130.0, 50.0, 130.0, 125.0)),
+        (4, "extpose-temporal", (108.0, 50.0, 115.0, 104.0)),
+    ],
+)
+def test_each_claim_fails_when_its_pattern_breaks(claim, agent, values):
+    statuses = _statuses(_records({**PAPER_LIKE, agent: values}))
+    assert statuses[claim] == "fail"
+    assert statuses[-1] == "recorded"
+
+
+def test_claims_are_not_run_without_their_agents():
+    assert _statuses([]) == ["not run"] * 6
+    only = {agent: PAPER_LIKE[agent] for agent in ("mean-pose", "extpose-rgb")}
+    assert _statuses(_records(only)) == ["pass"] + ["not run"] * 4 + ["recorded"]
