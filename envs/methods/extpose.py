@@ -93,13 +93,20 @@ class PoseEstimation(MethodEnv):
 
     ## Arguments
 
-    ``size`` (``"small"``: 6 training and 3 test clips; ``"paper"``: 250 (4,000 frames) and 32).
+    ``size`` (``"small"``: 6 training and 3 test clips; ``"paper"``: 250 (4,000 frames) and 32);
+    ``render_mode`` (None or ``"rgb_array"``: :meth:`render` shows a sample of the instance).
     """
 
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
     invalid_reward = -1000.0
+    #: How many times a 64×64 frame is enlarged in :meth:`render`.
+    ZOOM = 4
 
-    def __init__(self, size: str = "small"):
+    def __init__(self, size: str = "small", render_mode: str | None = None):
         super().__init__(size)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
         shape = SIZES[size]
         self.train_clips, self.test_clips = shape.train, shape.test
         frames, joints, side = poses.FRAMES, len(poses.JOINTS), poses.IMAGE
@@ -141,6 +148,19 @@ class PoseEstimation(MethodEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = super().reset(seed=seed, options=options)
         return observation, {**info, "instance": Pretrained()}
+
+    def render(self) -> np.ndarray | None:
+        """The first test frame and its detections drawn as a skeleton image, side by side,
+        enlarged :data:`ZOOM` times: (256, 512, 3) uint8 (None without ``render_mode``)."""
+        if self.render_mode is None:
+            return None
+        if self._observation is None:
+            raise RuntimeError("PoseEstimation.render() before reset()")
+        frame = self._observation["test_images"][0, 0]
+        skeleton = poses.skeleton_image(self._observation["test_detections"][0, 0])
+        skeleton = np.clip(skeleton * 255, 0, 255).astype(np.uint8)
+        sample = np.concatenate([frame, skeleton], axis=2).transpose(1, 2, 0)
+        return sample.repeat(self.ZOOM, axis=0).repeat(self.ZOOM, axis=1)
 
     def score(self, solution: np.ndarray) -> tuple[float, dict[str, float]]:
         truth: poses.Clips = self.instance

@@ -6,7 +6,9 @@ renders, noisy 2-D detections with left/right flips, and the pose metrics.
   (:data:`OFFSETS`, a body about 1.65 m tall) and a per-clip bone-length scale in [0.9, 1.1].
 - **Motion** (:func:`motion`): every articulated joint (:data:`ARTICULATED`) turns by Euler angles
   ``base + amplitude · sin(2π f t + phase)`` with a random base, amplitude, frequency (0.2-0.8
-  cycles a clip) and phase per clip and axis, so poses change smoothly over the
+  cycles a clip) and phase per clip and axis, except the knees and elbows (:data:`HINGES`),
+  which bend about one axis only and one way only (knees back, elbows forward), by
+  ``FLEX / 2 · (1 + sin(2π f t + phase))`` times a random extent, so poses change smoothly over the
   :data:`FRAMES`-frame clip; the whole body turns by a random camera yaw. Poses are root-relative
   (pelvis at the origin), in metres.
 - **Camera** (:func:`project`): a pinhole :data:`DISTANCE` m in front of the pelvis, focal length
@@ -61,6 +63,10 @@ OFFSETS = np.array(
 ARTICULATED = (1, 2, 3, 4, 7, 8, 9, 10, 12)
 #: The largest amplitude of an articulated joint's Euler angles, radians.
 SWING = 0.9
+#: Knees and elbows: hinges that bend about the x axis, knees backwards (+), elbows forwards (-).
+HINGES = {1: 1.0, 4: 1.0, 7: -1.0, 10: -1.0}
+#: A hinge's largest bend, radians.
+FLEX = 1.5
 #: Left/right partners: index i's mirror joint.
 MIRROR = np.array([5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 6, 12, 13])
 LEFT = (3, 4, 5, 9, 10, 11)
@@ -92,6 +98,11 @@ def motion(rng: np.random.Generator, clips: int) -> np.ndarray:
         phase = rng.uniform(0.0, 2 * np.pi, shape)
         wave = np.sin(2 * np.pi * frequency * t[:, None, None] + phase)
         angles[:, ARTICULATED] = base + amplitude * wave
+        for row, joint in enumerate(ARTICULATED):
+            if joint in HINGES:
+                extent = rng.uniform(0.3, 1.0)
+                bend = FLEX / 2 * extent * (1 + wave[:, row, 0])
+                angles[:, joint] = [HINGES[joint], 0.0, 0.0] * bend[:, None]
         offsets = OFFSETS * rng.uniform(0.9, 1.1)
         yaw = Rotation.from_euler("y", rng.uniform(0.0, 2 * np.pi))
         poses[clip] = yaw.apply(_forward(angles, offsets).reshape(-1, 3)).reshape(FRAMES, -1, 3)
@@ -268,10 +279,30 @@ def procrustes_aligned(predicted: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return aligned
 
 
+def pa_joint_errors(predicted: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Each joint's error (frames, 14) in millimetres after each predicted frame's Procrustes
+    alignment to the true frame (frames, 14, 3), metres."""
+    aligned = procrustes_aligned(np.asarray(predicted, np.float64), truth)
+    return 1000.0 * np.linalg.norm(aligned - truth, axis=-1)
+
+
 def pa_mpjpe(predicted: np.ndarray, truth: np.ndarray) -> float:
     """PA-MPJPE in millimetres of predicted frames (frames, 14, 3) against the truth, metres."""
-    aligned = procrustes_aligned(np.asarray(predicted, np.float64), truth)
-    return 1000.0 * float(np.linalg.norm(aligned - truth, axis=-1).mean())
+    return float(pa_joint_errors(predicted, truth).mean())
+
+
+def flip_errors(predicted: np.ndarray, truth: np.ndarray, flipped: np.ndarray) -> dict[str, float]:
+    """The mean Procrustes-aligned error (mm) of the left and right joints in the frames whose
+    detections were flipped (``flipped_joint_error``) and in the others (``clean_joint_error``),
+    NaN where there is no such frame; poses (clips, frames, 14, 3), ``flipped`` (clips,
+    frames)."""
+    frames = (-1, len(JOINTS), 3)
+    errors = pa_joint_errors(predicted.reshape(frames), truth.reshape(frames))[:, LEFT + RIGHT]
+    mask = flipped.reshape(-1)
+    return {
+        name: float(errors[rows].mean()) if rows.any() else float("nan")
+        for name, rows in (("flipped_joint_error", mask), ("clean_joint_error", ~mask))
+    }
 
 
 def pose_metrics(predicted: np.ndarray, truth: np.ndarray) -> dict[str, float]:
