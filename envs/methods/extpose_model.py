@@ -46,12 +46,19 @@ VARIANTS = ("rgb", "skeleton", "coordinates", "temporal")
 POSE = (len(poses.JOINTS), 3)
 PATCH = 8
 WINDOW = 4
+#: Frames enter the ViT as each channel minus its mean over the frame, times this gain: the
+#: per-clip background colour goes and the limbs stand out (the ViT sat at the mean pose for
+#: hundreds of steps on raw [0, 1] frames, docs/methods.md).
+CONTRAST = 4.0
+#: The spread of the position embeddings at initialisation, larger than the backbone's 0.02 so
+#: that where a patch lies weighs as much as what it shows from the first step.
+POSITION_SPREAD = 0.5
 BATCH = 32
 WARMUP = 0.05
 PRETRAIN_SEED = 0
 PRETRAIN_CLIPS = 250
-PRETRAIN_EPOCHS = 12
-PRETRAIN_LEARNING_RATE = 2e-3
+PRETRAIN_EPOCHS = 8
+PRETRAIN_LEARNING_RATE = 1e-3
 
 
 def check_variant(variant: str) -> str:
@@ -68,6 +75,9 @@ def _model_class() -> Any:
     joints = len(poses.JOINTS)
     width = vit.WIDTH
 
+    def _contrast(images):
+        return (images - images.mean(dim=(2, 3), keepdim=True)) * CONTRAST
+
     class PoseViT(nn.Module):
         """See the module docstring; ``forward(images, skeletons, detections)`` takes frames
         (batch, 3, 64, 64) in [0, 1] (for ``temporal``, batch = clips × :data:`WINDOW` frames in
@@ -78,6 +88,7 @@ def _model_class() -> Any:
             super().__init__()
             self.variant = check_variant(variant)
             self.backbone = vit.build(poses.IMAGE, PATCH, channels=3, class_token=True)
+            nn.init.normal_(self.backbone.position, std=POSITION_SPREAD)
             self.head = nn.Linear(width, 3 * joints)
             self.register_buffer("pose_mean", torch.zeros(joints, 3))
             self.register_buffer("pose_spread", torch.ones(()))
@@ -93,9 +104,9 @@ def _model_class() -> Any:
 
         def standardised(self, images, skeletons=None, detections=None):
             """The pose in standardised units (batch, 14, 3)."""
-            tokens = [self.backbone.embed(images)]
+            tokens = [self.backbone.embed(_contrast(images))]
             if self.variant in ("skeleton", "temporal"):
-                tokens = [tokens[0] + self.modality[0], self.backbone.embed(skeletons)]
+                tokens = [tokens[0] + self.modality[0], self.backbone.embed(_contrast(skeletons))]
                 tokens[1] = tokens[1] + self.modality[1]
             if self.variant == "coordinates":
                 centred = (detections.flatten(1) - poses.IMAGE / 2) / (poses.IMAGE / 2)
@@ -221,7 +232,8 @@ def _key() -> str:
     probe = poses.clips(np.random.default_rng(PRETRAIN_SEED), 1)
     recipe = {
         "seed": PRETRAIN_SEED, "clips": PRETRAIN_CLIPS, "epochs": PRETRAIN_EPOCHS,
-        "lr": PRETRAIN_LEARNING_RATE, "batch": BATCH, "warmup": WARMUP, "width": vit.WIDTH,
+        "lr": PRETRAIN_LEARNING_RATE, "batch": BATCH, "warmup": WARMUP, "contrast": CONTRAST,
+        "position": POSITION_SPREAD, "width": vit.WIDTH,
         "depth": vit.DEPTH, "heads": vit.HEADS, "mlp": vit.MLP, "patch": PATCH,
         "torch": torch.__version__,
         "data": hashlib.sha256(probe.images.tobytes() + probe.poses.tobytes()).hexdigest(),

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 from scipy.spatial.transform import Rotation
 
 import omnigym
+from omnigym.agents.methods.extpose import MeanPoseAgent, RGBAgent
 from omnigym.envs.methods import extpose_model, poses
 from omnigym.envs.methods.extpose import PoseEstimation, Pretrained
 from omnigym.evaluators.experiment import Run, RunFolder
@@ -170,6 +171,66 @@ def test_every_variant_runs_and_training_lowers_the_error_on_its_frames(clips):
         losses = extpose_model.train(model, frames, targets, epochs=10, learning_rate=2e-3, seed=0)
         after = poses.pa_mpjpe(extpose_model.predict(model, frames), targets)
         assert losses[-1] < losses[0] and after < before, variant
+
+
+def test_knees_and_elbows_bend_by_at_most_the_hinge_limit(clips):
+    def bend(joint):
+        child = [j for j, p in enumerate(poses.PARENTS) if p == joint][0]
+        parent = poses.PARENTS[joint]
+        upper = clips.poses[:, :, joint] - clips.poses[:, :, parent]
+        lower = clips.poses[:, :, child] - clips.poses[:, :, joint]
+        return np.degrees(np.arccos(np.clip(
+            (upper * lower).sum(-1) / np.linalg.norm(upper, axis=-1)
+            / np.linalg.norm(lower, axis=-1), -1, 1)))  # fmt: skip
+
+    for joint in poses.HINGES:
+        angles = bend(joint)
+        assert angles.max() <= np.degrees(poses.FLEX) + 1e-3 and angles.max() > 20.0
+
+
+def test_the_flip_measures_split_left_and_right_joints_by_flipped_frames(clips):
+    truth = clips.poses.astype(np.float64)
+    wrong = truth.copy()
+    wrong[clips.flipped] = wrong[clips.flipped][:, poses.MIRROR]
+    errors = poses.flip_errors(wrong, truth, clips.flipped)
+    assert errors["clean_joint_error"] == pytest.approx(0.0, abs=1e-6)
+    assert errors["flipped_joint_error"] > 20.0
+    none = poses.flip_errors(truth, truth, np.zeros_like(clips.flipped))
+    assert np.isnan(none["flipped_joint_error"]) and none["clean_joint_error"] < 1e-6
+
+
+def test_render_shows_a_test_frame_beside_its_skeleton_image():
+    env = omnigym.make(ENV_ID, render_mode="rgb_array")
+    observation, _ = env.reset(seed=0)
+    frame = env.render()
+    zoom = PoseEstimation.ZOOM
+    assert frame.shape == (64 * zoom, 128 * zoom, 3) and frame.dtype == np.uint8
+    render = observation["test_images"][0, 0].transpose(1, 2, 0)
+    assert np.array_equal(frame[::zoom, : 64 * zoom : zoom], render)
+    skeleton = frame[::zoom, 64 * zoom :: zoom]
+    assert skeleton.max() > 100 and (skeleton == 0).mean() > 0.5
+    assert PoseEstimation().render() is None
+    with pytest.raises(ValueError, match="render_mode"):
+        PoseEstimation(render_mode="human")
+
+
+def test_the_mean_pose_agent_answers_the_mean_training_pose():
+    env = PoseEstimation()
+    observation, info = env.reset(seed=1)
+    answer = MeanPoseAgent().act(observation, info)
+    assert answer.shape == env.action_space.shape
+    mean = observation["train_poses"].reshape(-1, 14, 3).mean(axis=0)
+    assert np.allclose(answer, mean[None], atol=1e-6)
+
+
+def test_a_fine_tuned_agent_beats_the_untrained_one(tiny_fixture):
+    env = PoseEstimation()
+    rewards = {}
+    for epochs in (0, 12):
+        observation, info = env.reset(seed=2)
+        agent = RGBAgent(epochs=epochs, learning_rate=2e-3)
+        rewards[epochs] = env.step(agent.act(observation, info))[1]
+    assert rewards[12] > rewards[0] + 5.0, rewards
 
 
 # ---- claims ----------------------------------------------------------------------------------
