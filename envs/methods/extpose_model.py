@@ -2,7 +2,10 @@
 its training, and the RGB-only fixture the ExtPose agents fine-tune from.
 
 :class:`PoseViT` wraps the backbone of :mod:`omnigym.envs.methods.vit` (4 pre-norm blocks of
-width 96, patch :data:`PATCH` = 8, so 64 tokens of a 64×64 frame, a class token) and regresses
+width 96, patch :data:`PATCH` = 8, so 64 tokens of a 64×64 frame, a class token), feeds it each
+frame minus its per-channel mean times :data:`CONTRAST`, starts its position embeddings at
+spread :data:`POSITION_SPREAD` rather than the backbone's 0.02 (without these two the ViT stayed
+at the mean pose, ``docs/methods.md``) and regresses
 the 14 root-relative joints (metres) through a linear head on the class token's output, in
 standardised units (each coordinate minus its mean over the fixture's training poses, divided
 by their common spread; buffers of the model, so fine-tuned models keep them). Optional inputs,
@@ -47,8 +50,7 @@ POSE = (len(poses.JOINTS), 3)
 PATCH = 8
 WINDOW = 4
 #: Frames enter the ViT as each channel minus its mean over the frame, times this gain: the
-#: per-clip background colour goes and the limbs stand out (the ViT sat at the mean pose for
-#: hundreds of steps on raw [0, 1] frames, docs/methods.md).
+#: per-clip background colour goes and the limbs stand out.
 CONTRAST = 4.0
 #: The spread of the position embeddings at initialisation, larger than the backbone's 0.02 so
 #: that where a patch lies weighs as much as what it shows from the first step.
