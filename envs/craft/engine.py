@@ -416,16 +416,19 @@ def crop_voxels(
     """The box of nodes ``center ± radii`` (``(rx, ry, rz)``) of a grid laid out ``[z, y, x]``
     (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: a new array of
     ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid."""
-    rx, ry, rz = (int(r) for r in radii)
-    cx, cy, cz = (int(c) for c in center)
-    ox, oy, oz = (int(o) for o in origin)
+    rx, ry, rz = map(int, radii)
+    cx, cy, cz = map(int, center)
+    ox, oy, oz = map(int, origin)
     out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=zyx.dtype)
-    return _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
+    _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
+    return out
 
 
 @njit(cache=True, nogil=True)
 def _crop_zyx(zyx, z0, y0, x0, out, fill):
-    """Copies ``zyx[z0:, y0:, x0:]`` into ``out`` (same layout), ``fill`` outside the grid."""
+    """Copies ``zyx[z0:, y0:, x0:]`` into ``out`` (same layout), ``fill`` outside the grid.
+
+    Returns nothing: handing ``out`` back would cost a Python object per call."""
     nz, ny, nx = out.shape
     sz, sy, sx = zyx.shape
     for i in range(nz):
@@ -439,7 +442,6 @@ def _crop_zyx(zyx, z0, y0, x0, out, fill):
             for k in range(nx):
                 x = x0 + k
                 out[i, j, k] = zyx[z, y, x] if 0 <= x < sx else fill
-    return out
 
 
 def node_at(position: Iterable[float]) -> tuple[int, int, int]:
