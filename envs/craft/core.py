@@ -445,9 +445,12 @@ class CraftSim:
             self._heights if self._draw_heights else None,
         )
 
-    def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    def voxels(
+        self, viewer: int, radii: tuple[int, int, int], out: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of
-        player ``viewer``."""
+        player ``viewer``; the content ids written into ``out`` when given (a vector env's batch
+        row: the crop is then the only copy of them)."""
         avatar = self.avatars[viewer]
         player = avatar.player
         center = node_at(player.position)
@@ -464,7 +467,7 @@ class CraftSim:
             dtype=np.float32,
         )
         return {
-            "voxels": self.world.voxels_around(center, radii),
+            "voxels": self.world.voxels_around(center, radii, out),
             "entities": self.entities.observation(player.position, MAX_ENTITY_ROWS),
             "player": state,
         }

@@ -339,10 +339,13 @@ class World:
             self._zyx = np.ascontiguousarray(self.content.transpose(2, 1, 0))
         return self._zyx
 
-    def voxels_around(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
+    def voxels_around(
+        self, center: Iterable[int], radii: Iterable[int], out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Content ids of the box of nodes ``center ± radii`` (``(rx, ry, rz)``), laid out
-        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid."""
-        return crop_voxels(self.content_zyx(), center, radii, self.origin, IGNORE)
+        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid. Written
+        into ``out`` (C-contiguous, of that shape and the grid's dtype) when given."""
+        return crop_voxels(self.content_zyx(), center, radii, self.origin, IGNORE, out)
 
     def voxel_info(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
         """Craftium's ``info["voxel_obs"]`` around node ``center``: ``uint32`` of shape
@@ -412,14 +415,20 @@ def crop_voxels(
     radii: Iterable[int],
     origin: Iterable[int] = (0, 0, 0),
     fill: int = IGNORE,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The box of nodes ``center ± radii`` (``(rx, ry, rz)``) of a grid laid out ``[z, y, x]``
-    (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: a new array of
-    ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid."""
+    (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: an array of
+    ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid; new, or
+    ``out`` (a vector env's batch row) when given."""
     rx, ry, rz = map(int, radii)
     cx, cy, cz = map(int, center)
     ox, oy, oz = map(int, origin)
-    out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=zyx.dtype)
+    shape = (2 * rz + 1, 2 * ry + 1, 2 * rx + 1)
+    if out is None:
+        out = np.empty(shape, dtype=zyx.dtype)
+    elif out.shape != shape or out.dtype != zyx.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {zyx.dtype} array of shape {shape}")
     _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
     return out
 

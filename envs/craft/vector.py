@@ -357,16 +357,21 @@ class CraftVectorEnv(VectorEnv):
         by ``FrameBatch``)."""
         for i in worlds:
             if self._batch is None:
-                self._write(obs, i, self._observe(i))
+                self._write_voxels(obs, i)
                 continue
-            sim = self.envs[i].sim
-            frame = sim.finish_frame(self._batch.frames[i], 0)
+            frame = self.envs[i].sim.finish_frame(self._batch.frames[i], 0)
             if self.obs_mode == "rgb":
                 obs[i] = frame
             else:
-                world_obs = sim.voxels(0, self.radii)
-                world_obs["rgb"] = frame
-                self._write(obs, i, world_obs)
+                self._write_voxels(obs, i)
+                obs["rgb"][i] = frame
+
+    def _write_voxels(self, obs, i: int) -> None:
+        """World i's voxel observation written into ``obs``, its content ids cropped straight
+        into their row of the batch (a copy of 70 kB less per world than ``_write``)."""
+        world_obs = self.envs[i].sim.voxels(0, self.radii, obs["voxels"][i])
+        obs["entities"][i] = world_obs["entities"]
+        obs["player"][i] = world_obs["player"]
 
     def _step_infos(self) -> dict[str, Any]:
         n = self.num_envs
