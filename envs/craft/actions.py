@@ -18,6 +18,8 @@ dict into the complete one.
   index 0 is the no-op ``{}``, index i ≥ 1 presses ``actions[i - 1]`` for this step.
 - ``BinaryActionWrapper(env, actions, mouse_mov=0.5)``: ``MultiBinary(len(actions))``; every
   action whose bit is 1 is pressed, together; mouse pseudo-actions are summed.
+- ``CheckedAction(action)``: a complete raw action, checked once and read-only; an env takes it
+  without checking it again (the Discrete wrapper steps with one built per index).
 
 Departures from Craftium, all about bad input: Craftium asserts on unknown action names and clips
 ``mouse_mov`` into [0, 1] with a printed warning; here both raise ``ValueError`` naming the
