@@ -455,7 +455,7 @@ def _crop_zyx(zyx, z0, y0, x0, out, fill):
 
 def node_at(position: Iterable[float]) -> tuple[int, int, int]:
     """The node holding a point (Luanti's rounding, ``floor(p + 0.5)``)."""
-    x, y, z = position
+    x, y, z = position.tolist() if isinstance(position, np.ndarray) else position
     return math.floor(x + 0.5), math.floor(y + 0.5), math.floor(z + 0.5)
 
 
