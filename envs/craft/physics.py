@@ -418,58 +418,16 @@ def _physics_frame(
 
 
 def _player_frame(
-    content,
-    origin,
-    walkable,
-    position,
-    velocity,
-    on_ground,
-    s,
-    yaw,
-    forward,
-    side,
-    jump,
-    sneak,
-    speed,
-    accel_ground,
-    accel_air,
-    gravity,
-    jump_speed,
-    hx,
-    h,
-    hz,
-    step_height,
-    air_step_height,
-    dt,
+    content, origin, walkable, position, velocity, on_ground, s, yaw, forward, side, *rest
 ):
     """``_physics_frame`` on a player's own ``position`` and ``velocity``: copied into the state
-    ``s`` and back, inside the compiled call rather than around it in Python."""
+    ``s`` and back, inside the compiled call rather than around it in Python. ``rest``: the
+    kernel's arguments after ``side`` (jump, sneak, speed and ``kernel_constants``)."""
     for a in range(3):
         s[_PX + a] = position[a]
         s[_VX + a] = velocity[a]
     s[_GROUND] = 1.0 if on_ground else 0.0
-    _physics_frame(
-        content,
-        origin,
-        walkable,
-        s,
-        yaw,
-        forward,
-        side,
-        jump,
-        sneak,
-        speed,
-        accel_ground,
-        accel_air,
-        gravity,
-        jump_speed,
-        hx,
-        h,
-        hz,
-        step_height,
-        air_step_height,
-        dt,
-    )
+    _physics_frame(content, origin, walkable, s, yaw, forward, side, *rest)
     for a in range(3):
         position[a] = s[_PX + a]
         velocity[a] = s[_VX + a]
