@@ -7,6 +7,7 @@ import omnigym
 from omnigym.envs.mcu import oracles
 from omnigym.envs.mcu.env import AtomicEnv
 
+from ..conftest import sampled
 from .helpers import make_env
 
 
@@ -155,7 +156,7 @@ def test_same_seed_and_commands_give_identical_trajectories_and_mobs_follow_the_
     assert not _same([t[0]["text"] for t in first[1:]], [t[0]["text"] for t in other[1:]])
 
 
-@pytest.mark.parametrize("env_id", [info.id for info in omnigym.list_envs(family="MCU")])
+@pytest.mark.parametrize("env_id", sampled([info.id for info in omnigym.list_envs(family="MCU")]))
 def test_the_oracle_agent_solves_every_registered_id(env_id):
     env = omnigym.make(env_id)
     agent = omnigym.make_agent("oracle", env=env, env_id=env_id)
