@@ -28,8 +28,9 @@ def random_env(
 ) -> AtomicEnv:
     """The ``MCU/Random-v0`` entry point: a :class:`RandomTaskEnv`, or with ``composite=True``
     a :class:`RandomComposeEnv`."""
-    kind = RandomComposeEnv if composite else RandomTaskEnv
-    return kind(category, subcategory, difficulty, pixels)
+    if composite:
+        return RandomComposeEnv(_names(category, subcategory, least=2), difficulty, pixels)
+    return RandomTaskEnv(category, subcategory, difficulty, pixels)
 
 
 def _names(category: str | None, subcategory: str | None, least: int = 1) -> list[str]:
@@ -75,17 +76,15 @@ class RandomComposeEnv(ComposeEnv):
     at each reset (``info["composition"]`` and ``info["task"]`` name them).
 
     ## Arguments
-    As :class:`RandomTaskEnv`'s; the filter must leave at least two tasks.
+    ``names``: the verified tasks to draw from, at least two (``MCU/Random-v0`` passes those of
+    its ``category`` and ``subcategory``); ``difficulty``, ``pixels``: as
+    :class:`RandomTaskEnv`'s.
     """
 
-    def __init__(
-        self,
-        category: str | None = None,
-        subcategory: str | None = None,
-        difficulty: str = "simple",
-        pixels: bool = False,
-    ):
-        self.names = _names(category, subcategory, least=2)
+    def __init__(self, names: list[str], difficulty: str = "simple", pixels: bool = False):
+        self.names = sorted(set(names))
+        if len(self.names) < 2:
+            raise ValueError(f"names must hold at least two distinct tasks, got {names!r}")
         super().__init__(self.names[:1], [], difficulty, pixels)
 
     def _next_task(self) -> None:
