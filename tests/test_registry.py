@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import omnigym
 from omnigym.spaces import PRINTABLE
 
-from .conftest import MULTI_IDS, SINGLE_IDS
+from .conftest import CURATED_FAST, MULTI_IDS, SINGLE_IDS
 
 
 def test_every_family_registers_ids_with_metadata():
@@ -191,8 +191,6 @@ def test_a_family_file_with_an_unknown_field_names_the_file_and_the_id(tmp_path,
 
 
 def test_the_fast_suite_keeps_a_seeded_sample_of_the_curated_mcu_ids():
-    from .conftest import CURATED_FAST
-
     curated = {info.id for info in omnigym.list_envs(family="MCU") if info.kwargs}
     fast = [i for i in SINGLE_IDS if isinstance(i, str) and i in curated]
     slow = [p.values[0] for p in SINGLE_IDS if not isinstance(p, str)]
