@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import omnigym
 from omnigym.spaces import PRINTABLE
 
-from .conftest import MULTI_IDS, SINGLE_IDS
+from .conftest import CURATED_FAST, MULTI_IDS, SINGLE_IDS
 
 
 def test_every_family_registers_ids_with_metadata():
@@ -188,3 +188,14 @@ def test_a_family_file_with_an_unknown_field_names_the_file_and_the_id(tmp_path,
     monkeypatch.setattr(registry.resources, "files", lambda package: tmp_path)
     with pytest.raises(ValueError, match=r"toy/registry.yaml: groups\[0\]: Toy/A-v0: .*colour"):
         registry.register_family("toy")
+
+
+def test_the_fast_suite_keeps_a_seeded_sample_of_the_curated_mcu_ids():
+    curated = {info.id for info in omnigym.list_envs(family="MCU") if info.kwargs}
+    fast = [i for i in SINGLE_IDS if isinstance(i, str) and i in curated]
+    slow = [p.values[0] for p in SINGLE_IDS if not isinstance(p, str)]
+    assert len(fast) == CURATED_FAST and set(fast) | set(slow) == curated
+    assert all(
+        mark.name == "slow" for p in SINGLE_IDS if not isinstance(p, str) for mark in p.marks
+    )
+    assert "MCU/Atomic-v0" in SINGLE_IDS and "MCU/Random-v0" in SINGLE_IDS

@@ -61,13 +61,17 @@ class ComposeEnv(AtomicEnv):
         difficulty: str = "simple",
         pixels: bool = False,
     ):
+        self._compose(tasks, ops)
+        super().__init__(self._merged(np.random.default_rng(0)), difficulty, pixels)
+
+    def _compose(self, tasks: list[str | Task], ops: list[str]) -> None:
+        """Set the parts, the operators, the tree and its stages."""
         self.parts = [t if isinstance(t, Task) else load_task(t) for t in tasks]
         self.ops = list(ops)
         self.tree = parse([part.name for part in self.parts], self.ops)
         by_name = {part.name: part for part in self.parts}
         self.stages = self.tree["parts"] if self.tree.get("op") == "then" else [self.tree]
         self._parts_of = [[by_name[name] for name in leaves(stage)] for stage in self.stages]
-        super().__init__(self._merged(np.random.default_rng(0)), difficulty, pixels)
 
     def _merged(self, rng: np.random.Generator) -> Task:
         return merge(self.parts, self.tree, self.ops, rng)

@@ -31,7 +31,10 @@ BANDS = ((0, "unrelated"), (3, "barely"), (6, "partially"), (9, "mostly"), (10, 
 """Upper bound of each band on the rounded score, and its name (MCU's rubric)."""
 STRUCTURE_CATEGORIES = ("Build", "Art")
 COMBAT_CATEGORIES = ("Combat",)
-MATERIAL_ACTS = ("craft", "smelt", "mine", "attack", "place")
+STATION_ACTS = ("brew", "enchant", "trade", "repair", "combine")
+"""Acts at a station or villager that use up materials; each names the item it makes or
+trades."""
+MATERIAL_ACTS = ("craft", "smelt", "mine", "attack", "place", *STATION_ACTS)
 MATERIAL_FUNCTIONS = frozenset(
     {
         "mined",
@@ -43,9 +46,14 @@ MATERIAL_FUNCTIONS = frozenset(
         "structure",
         "climbed",
         "inventory_has",
+        "brewed",
+        "enchanted",
+        "traded",
+        "repaired",
+        "combined",
     }
 )
-"""Predicate functions whose tasks need material acts (craft, smelt, mine, attack, place)."""
+"""Predicate functions whose tasks need material acts (:data:`MATERIAL_ACTS`)."""
 NO_ERROR_SCORE = {True: 5.0, False: 0.0}
 """Error Recognition and Correction when no error happened: 5 on success, 0 on failure."""
 
@@ -271,9 +279,9 @@ def _best(act: Act, reg: Registry) -> bool:
 
 
 def _fitting(act: Act, concerned: frozenset[str], reg: Registry) -> bool:
-    """Whether a craft, smelt, mine, attack or place act used a correct or best item: a mine
-    or attack on something the task concerns, with the best held item; a craft, smelt or place
-    of something the task concerns."""
+    """Whether a material act used a correct or best item: a mine or attack on something the
+    task concerns, with the best held item; a craft, smelt, place, brew, enchant, trade,
+    repair or combine of something the task concerns."""
     if act.kind in ("mine", "attack"):
         return act.name in concerned and _best(act, reg)
     if act.kind == "smelt":
@@ -284,11 +292,12 @@ def _fitting(act: Act, concerned: frozenset[str], reg: Registry) -> bool:
 def material_selection_and_usage(
     records: Sequence[StepRecord], task: Task, reg: Registry | None = None
 ) -> float | None:
-    """10 × (fraction of craft, smelt, mine, attack and place acts that used a correct or the
-    best held item) × (1 − fraction of the given materials overused); ``None`` when the task
-    needs none of these acts. Correct: a mine or attack on something the task concerns with
-    the held item that harvests and digs fastest, or hits hardest; a craft, smelt or place of
-    something the task concerns.
+    """10 × (fraction of material acts (:data:`MATERIAL_ACTS`: craft, smelt, mine, attack,
+    place, and the station and trading acts brew, enchant, trade, repair, combine) that used a
+    correct or the best held item) × (1 − fraction of the given materials overused); ``None``
+    when the task needs none of these acts. Correct: a mine or attack on something the task
+    concerns with the held item that harvests and digs fastest, or hits hardest; any other
+    material act on something the task concerns.
     Overused: some of a given material went into an act that was not correct, or was dropped
     although the task does not ask for it."""
     reg = reg or registry()

@@ -108,7 +108,7 @@ def macro_list(task, reg) -> list[Macro]:
 
 def _visible_cells(world: MCUWorld, block: str) -> set[tuple[int, int, int]]:
     """The nearest :data:`NEAREST` visible nodes of ``block`` (ground blocks are everywhere)."""
-    return set(world.cells_of(block, world.visibility())[:NEAREST])
+    return set(world.cells_of(block, world.visibility(), NEAREST))
 
 
 def _visible_mobs(world: MCUWorld, mob: str) -> list:
@@ -212,7 +212,7 @@ def features(world: MCUWorld, macros: list[Macro], invalid: bool) -> np.ndarray:
             cell = mobs[0].position if mobs else None
             values.append(float(ahead is not None and ahead.kind.name == target))
         else:
-            cells = world.cells_of(target, world.visibility())
+            cells = world.cells_of(target, world.visibility(), 1)
             cell = cells[0] if cells else None
             values.append(float(looked is not None and world.block(looked) == target))
         if cell is None:

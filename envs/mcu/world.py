@@ -613,6 +613,8 @@ class MCUWorld:
         cells, squared = cells[squared <= radius * radius], squared[squared <= radius * radius]
         return cells[np.lexsort((cells[:, 2], cells[:, 1], cells[:, 0], squared))]
 
-    def cells_of(self, block: str, radius: int) -> list[tuple[int, int, int]]:
-        """:meth:`found` as a list of node tuples."""
-        return [(int(x), int(y), int(z)) for x, y, z in self.found(block, radius)]
+    def cells_of(
+        self, block: str, radius: int, limit: int | None = None
+    ) -> list[tuple[int, int, int]]:
+        """:meth:`found` as a list of node tuples (the nearest ``limit`` if given)."""
+        return [tuple(cell) for cell in self.found(block, radius)[:limit].tolist()]

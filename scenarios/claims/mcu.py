@@ -126,8 +126,15 @@ def _random(run: Run) -> dict[str, Any]:
     progress = _pooled(_draws(run.records, RANDOM, envs, _progress))
     if not progress:
         return claim(2, text, "not run", {"missing": "random episodes"}, paper)
-    success = _pooled(_draws(run.records, RANDOM, envs, _success))
-    measured = {"task_progress": mean_ci(progress), "success": mean_ci(success)}
+    per_env = _draws(run.records, RANDOM, envs, _success)
+    success = _pooled(per_env)
+    solved = {env: int(sum(d.values())) for env, d in per_env.items() if sum(d.values())}
+    measured = {
+        "task_progress": mean_ci(progress),
+        "success": mean_ci(success),
+        "episodes": len(success),
+        "solved (episodes per env)": dict(sorted(solved.items(), key=lambda kv: -kv[1])),
+    }
     holds = (
         measured["task_progress"]["mean"] <= RANDOM_PROGRESS
         and measured["success"]["mean"] <= RANDOM_SUCCESS

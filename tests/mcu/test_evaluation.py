@@ -216,6 +216,35 @@ def test_material_discounts_given_materials_spent_on_unrelated_crafts_or_dropped
     assert material_selection_and_usage([step(clock), step(dropped)], CRAFT_CLOCK) == 5.0
 
 
+SELL_WHEAT = make_task(
+    ["give @s wheat 20"],
+    success="traded(wheat) >= 1",
+    category="Trade",
+    subcategory="Sell Goods",
+    relevant={"items": ["wheat", "emerald"], "mobs": ["farmer"]},
+)
+BREW = make_task(
+    ["give @s nether_wart 1", "give @s water_bottle 1", "give @s sugar 1"],
+    success="brewed(awkward_potion) >= 1",
+    category="Craft Tools",
+    subcategory="Brew Potions",
+    relevant={"items": ["awkward_potion", "nether_wart", "water_bottle"]},
+)
+
+
+def test_material_counts_brewing_and_trading_acts():
+    sold = Act("trade", "wheat", consumed=(("wheat", 20),))
+    wrong = Act("trade", "bread", consumed=(("emerald", 1),))
+    assert material_selection_and_usage([step(sold)], SELL_WHEAT) == 10.0
+    assert material_selection_and_usage([step(wrong), step(sold)], SELL_WHEAT) == 5.0
+    awkward = Act("brew", "awkward_potion", consumed=(("nether_wart", 1), ("water_bottle", 1)))
+    swift = Act("brew", "swiftness_potion", consumed=(("sugar", 1), ("awkward_potion", 1)))
+    assert material_selection_and_usage([step(awkward)], BREW) == 10.0
+    # one of two brews fits, and one of the three given materials (sugar) was overused
+    assert material_selection_and_usage([step(awkward), step(swift)], BREW) == 3.3
+    assert material_selection_and_usage([step(command="noop")], BREW) == 0.0
+
+
 def test_evaluate_returns_the_six_dimensions():
     scores = evaluate([step(mine("stone"), reached=(True,), success=True)], MINE_STONE, 1)
     assert tuple(scores) == DIMENSIONS

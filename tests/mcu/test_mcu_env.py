@@ -1,5 +1,7 @@
 """MCU/Atomic-v0: spaces, bad input, rewards, episode ends and determinism."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ import omnigym
 from omnigym.envs.mcu import oracles
 from omnigym.envs.mcu.env import AtomicEnv
 
+from ..conftest import sampled
 from .helpers import make_env
 
 
@@ -155,7 +158,7 @@ def test_same_seed_and_commands_give_identical_trajectories_and_mobs_follow_the_
     assert not _same([t[0]["text"] for t in first[1:]], [t[0]["text"] for t in other[1:]])
 
 
-@pytest.mark.parametrize("env_id", [info.id for info in omnigym.list_envs(family="MCU")])
+@pytest.mark.parametrize("env_id", sampled([info.id for info in omnigym.list_envs(family="MCU")]))
 def test_the_oracle_agent_solves_every_registered_id(env_id):
     env = omnigym.make(env_id)
     agent = omnigym.make_agent("oracle", env=env, env_id=env_id)
@@ -180,8 +183,44 @@ def test_random_env_draws_tasks_from_the_seed_within_its_filter():
 
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"category": "Diving"}, "category='Diving'"), ({"composite": True}, "composite")],
+    [
+        ({"category": "Diving"}, "category='Diving'"),
+        ({"subcategory": "Climb", "category": "Combat"}, "subcategory='Climb'"),
+    ],
 )
-def test_random_env_rejects_filters_that_match_nothing_and_composites(kwargs, name):
+def test_random_env_rejects_filters_that_match_nothing(kwargs, name):
     with pytest.raises(ValueError, match=name):
         omnigym.make("MCU/Random-v0", **kwargs)
+
+
+def test_random_composite_env_draws_two_tasks_and_an_operator_from_the_seed():
+    env = omnigym.make("MCU/Random-v0", composite=True, category="Tool-use")
+    drawn = [env.reset(seed=seed)[1]["composition"] for seed in range(12)]
+    assert drawn == [env.reset(seed=seed)[1]["composition"] for seed in range(12)]
+    assert {tree["op"] for tree in drawn} == {"and", "or", "then"}
+    index = omnigym.envs.mcu.tasks.index()
+    for tree in drawn:
+        names = [leaf["task"] for leaf in tree["parts"]]
+        assert len(set(names)) == 2 and all(index[n]["category"] == "Tool-use" for n in names)
+
+
+def test_random_composite_env_redraws_pairs_whose_requirements_conflict(monkeypatch):
+    from omnigym.envs.mcu import compose_env
+
+    real = compose_env.load_task
+
+    def load(name):
+        task = real(name)
+        return dataclasses.replace(task, requires={"time": "day"}) if name == "eat_bread" else task
+
+    monkeypatch.setattr(compose_env, "load_task", load)
+    env = omnigym.make("MCU/Random-v0", composite=True).unwrapped
+    env.names = ["sleep_in_bed", "eat_bread", "drop_diamond"]
+    pairs = set()
+    for seed in range(20):
+        env.reset(seed=seed)
+        pairs.add(frozenset(part.name for part in env.parts))
+    assert pairs == {
+        frozenset({"sleep_in_bed", "drop_diamond"}),
+        frozenset({"eat_bread", "drop_diamond"}),
+    }

@@ -20,8 +20,8 @@ def experiment(tmp_path, quick=False):
 def test_the_suite_is_every_curated_id_then_parts_and_and_twins(tmp_path):
     suite = {env.display: (env, meta) for env, meta in experiment(tmp_path).suite()}
     assert {entry.env_id for entry in curated()} <= set(suite)
-    part, meta = suite["MCU/find_cow-simple (part)"]
-    assert (part.id, part.kwargs, meta["role"]) == ("MCU/Atomic-v0", {"task": "find_cow"}, "part")
+    # every part of the curated compositions is a curated simple id: no extra part envs
+    assert not [label for label in suite if label.endswith("(part)")]
     twin, meta = suite["MCU/collect_wood_and_craft_to_clock (and of then)"]
     assert twin.kwargs == {"tasks": ["collect_wood", "craft_to_clock"], "ops": ["and"]}
     assert meta["role"] == "twin" and meta["category"] == "Composite"
@@ -31,8 +31,11 @@ def test_the_suite_is_every_curated_id_then_parts_and_and_twins(tmp_path):
 
 
 def test_the_quick_profile_keeps_the_listed_ids_and_their_parts(tmp_path):
-    labels = [env.display for env, _ in experiment(tmp_path, quick=True).suite()]
+    suite = experiment(tmp_path, quick=True).suite()
+    labels = [env.display for env, _ in suite]
     assert labels[-1] == "MCU/find_cow-simple (part)" and len(labels) == 8
+    part, meta = suite[-1]
+    assert (part.id, part.kwargs, meta["role"]) == ("MCU/Atomic-v0", {"task": "find_cow"}, "part")
 
 
 def test_an_unknown_id_in_only_is_refused(tmp_path):

@@ -14,6 +14,8 @@ from omnigym.envs.mcu.world import FACINGS, PITCHES, RAYS, MCUWorld
 Commands = Iterator[str]
 Cell = tuple[int, int, int]
 MAX_FALL = 3
+REACH = max(max(forward, abs(up)) for rays in RAYS.values() for forward, up in rays)
+"""The farthest a look reaches along any axis from the feet node."""
 
 
 def neighbours(world: MCUWorld, cell: Cell) -> Iterator[tuple[int, Cell]]:
@@ -93,9 +95,23 @@ def pointed(world: MCUWorld, stand: Cell) -> dict[Cell, tuple[int, int]]:
     return found
 
 
+def within_reach(stand: Cell, cells: set[Cell]) -> bool:
+    """Whether one of ``cells`` lies within :data:`REACH` of ``stand`` on every axis: a cheap
+    test that :func:`pointed` can only pass where it holds."""
+    x, y, z = stand
+    return any(
+        abs(cx - x) <= REACH and abs(cy - y) <= REACH and abs(cz - z) <= REACH
+        for cx, cy, cz in cells
+    )
+
+
 def aim_at(world: MCUWorld, cells: set[Cell]) -> Commands:
     """Walks to where one of ``cells`` can be pointed at, and points at the nearest such."""
-    yield from walk(world, lambda stand: not cells.isdisjoint(pointed(world, stand)))
+
+    def can_point(stand: Cell) -> bool:
+        return within_reach(stand, cells) and not cells.isdisjoint(pointed(world, stand))
+
+    yield from walk(world, can_point)
     looks = pointed(world, world.position)
     reachable = sorted(cells & set(looks), key=lambda c: (world.distance_to(c), c))
     if reachable:
