@@ -1,0 +1,193 @@
+"""iDPA: synthetic lesions, the frozen tiny ViT with prompt attention, the four-task env and its
+agents (docs/methods.md).
+
+Tests that need the ViT fixture build a tiny one (48 images, 1 epoch) in a temporary cache."""
+
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+import omnigym
+from omnigym.agents.methods.idpa import DPAAgent, SequentialAgent
+from omnigym.envs.methods import lesions, vit
+from omnigym.envs.methods.idpa import IncrementalDetection, average_precision, box_ap, forgetting
+
+ENV_ID = "Methods/IncrementalDetection-v0"
+
+
+@pytest.fixture
+def tiny_fixture(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(vit, "PRETRAIN_IMAGES", 48)
+    monkeypatch.setattr(vit, "PRETRAIN_EPOCHS", 1)
+    vit.pretrained.cache_clear()
+    yield tmp_path
+    vit.pretrained.cache_clear()
+
+
+def truth_answer(env: IncrementalDetection, boxes: bool = False) -> dict[str, np.ndarray]:
+    test = env.instance["test"]
+    logits = np.zeros((*test.labels.shape, lesions.TASKS * 2), np.float32)
+    image, slot = np.nonzero(test.labels >= 0)
+    logits[image, slot, test.labels[image, slot]] = 5.0
+    answer = {"logits": logits, "centres": test.centres.astype(np.float32)}
+    if boxes:
+        answer["boxes"] = test.boxes.copy()
+    return answer
+
+
+def test_the_registered_id_makes_a_small_env_that_passes_check_env(tiny_fixture):
+    env = omnigym.make(ENV_ID)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space["train_images"].shape == (60, 64, 64)
+    assert env.action_space["logits"].shape == (80, 3, 8)
+    paper = omnigym.make(ENV_ID, size="paper", patch=4, predict_boxes=True)
+    assert paper.observation_space["test_proposals"].shape == (400, 3, 4)
+    assert paper.action_space["boxes"].shape == (400, 3, 4)
+
+
+def test_tasks_hold_their_own_classes_on_their_modality_and_draws_are_seeded():
+    rng = np.random.default_rng(0)
+    for task in range(lesions.TASKS):
+        data = lesions.task_images(rng, task, 30, "per-task")
+        present = data.labels >= 0
+        assert np.all(present.sum(axis=1) >= 1) and np.all(present[:, 0])
+        assert set(np.unique(data.labels[present])) == {2 * task, 2 * task + 1}
+        boxes = data.boxes[present]
+        assert np.all(boxes[:, :2] >= 0) and np.all(boxes[:, 2:] <= lesions.SIDE)
+        sizes = boxes[:, 2] - boxes[:, 0]
+        assert np.all((sizes >= 8) & (sizes <= 16))
+    again = lesions.task_images(np.random.default_rng(5), 2, 10, "mixed")
+    same = lesions.task_images(np.random.default_rng(5), 2, 10, "mixed")
+    assert np.array_equal(again.images, same.images) and np.array_equal(again.boxes, same.boxes)
+    # The modalities differ visibly: the ultrasound fan leaves a black corner, CT a dark rim.
+    corner = [
+        lesions.background(np.random.default_rng(1), m)[:6, :6].mean() for m in lesions.MODALITIES
+    ]
+    assert corner[3] < 0.01 and corner[0] < 0.1 and min(corner[1], corner[2]) > 0.1
+
+
+def test_proposals_hold_the_object_off_centre_by_at_most_a_quarter_size():
+    rng = np.random.default_rng(3)
+    data = lesions.task_images(rng, 0, 50, "per-task")
+    proposals = lesions.proposals(rng, data.boxes, data.labels)
+    present = data.labels >= 0
+    assert np.all(proposals[~present] == 0)
+    centre = (proposals[..., :2] + proposals[..., 2:]) / 2
+    offset = np.abs(centre - data.centres)[present]
+    size = (data.boxes[..., 2] - data.boxes[..., 0])[present]
+    assert np.all(offset <= lesions.JITTER * size[:, None] + 1e-4)
+    assert np.mean(np.linalg.norm(centre - data.centres, axis=-1)[present] > 1.0) > 0.3
+
+
+def test_the_true_answer_scores_one_on_every_step_with_no_forgetting():
+    env = IncrementalDetection(predict_boxes=True)
+    observation, info = env.reset(seed=0)
+    for task in range(lesions.TASKS):
+        assert observation["task"] == task
+        seen = observation["test_objects"].any(axis=1)
+        assert seen.sum() == np.sum(
+            (env.instance["test"].labels >= 0).any(axis=1)[: 20 * (task + 1)]
+        )
+        observation, reward, terminated, _, info = env.step(truth_answer(env, boxes=True))
+        assert reward == 1.0 and info["metrics"]["box_ap50"] == 1.0
+        assert terminated == (task == lesions.TASKS - 1)
+    assert info["metrics"]["final_average"] == 1.0 and info["metrics"]["forgetting"] == 0.0
+
+
+def test_a_wrong_class_or_a_far_centre_is_a_miss_and_forgetting_is_the_drop():
+    env = IncrementalDetection()
+    env.reset(seed=1)
+    answer = truth_answer(env)
+    answer["centres"][..., 0] = np.clip(answer["centres"][..., 0] + 5, 0, 64)
+    _, reward, *_ = env.step(answer)
+    assert reward < 0.1
+    answer = truth_answer(env)
+    answer["logits"] = np.roll(answer["logits"], 1, axis=-1)
+    _, reward, *_ = env.step(answer)
+    assert reward == 0.0
+    scores = np.array([[1, 0, 0], [0.5, 1, 0], [0.25, 0.5, 1.0]])
+    assert forgetting(scores) == pytest.approx(((1 - 0.25) + (1 - 0.5)) / 2)
+
+
+def test_box_ap_is_one_for_true_boxes_zero_for_shifted_and_follows_the_ranking():
+    env = IncrementalDetection(predict_boxes=True)
+    env.reset(seed=2)
+    answer = truth_answer(env, boxes=True)
+    test = env.instance["test"]
+    assert box_ap(answer, test, 2, env.test_size) == 1.0
+    answer["boxes"] = answer["boxes"] + 20.0
+    assert box_ap(answer, test, 2, env.test_size) == 0.0
+    # Two hits ranked below one miss, two positives: precisions 1/2 and 2/3 at recalls 1/2 and
+    # 1; all-point interpolation takes the best precision at any higher recall, 2/3 for both.
+    ap = average_precision(np.array([0.9, 0.8, 0.7]), np.array([False, True, True]), 2)
+    assert ap == pytest.approx(2 / 3)
+    assert average_precision(np.array([0.9, 0.8]), np.array([True, False]), 2) == 0.5
+
+
+def test_bad_input_raises_naming_the_space_and_nan_scores_zero():
+    env = IncrementalDetection()
+    env.reset(seed=0)
+    answer = truth_answer(env)
+    with pytest.raises(ValueError, match="action space"):
+        env.step({**answer, "logits": answer["logits"][:5]})
+    with pytest.raises(ValueError, match="keys"):
+        env.step({"logits": answer["logits"]})
+    answer["logits"][0, 0, 0] = np.nan
+    _, reward, terminated, _, info = env.step(answer)
+    assert reward == 0.0 and info["invalid_action"] and not terminated
+    for kwargs, name in [({"patch": 5}, "patch"), ({"backgrounds": "x"}, "backgrounds")]:
+        with pytest.raises(ValueError, match=name):
+            IncrementalDetection(**kwargs)
+
+
+def test_decoupled_attention_leaves_the_frozen_path_and_prefix_attention_shares_its_softmax():
+    model = vit.build(8, 0).vit.eval()
+    images = torch.rand(2, 64, 64)
+    zero = torch.zeros(2, 4, vit.WIDTH)
+    prompts = [(torch.randn(2, 4, vit.WIDTH), zero) for _ in range(vit.DEPTH)]
+    with torch.no_grad():
+        plain = model(images)
+        # Zero prompt values add nothing through the separate attention ...
+        assert torch.allclose(model(images, prompts, "decoupled"), plain, atol=1e-6)
+        # ... but in one softmax the prompt keys take weight from the image tokens.
+        assert not torch.allclose(model(images, prompts, "prefix"), plain, atol=1e-3)
+
+
+def test_box_pooling_averages_the_tokens_in_the_box():
+    tokens = torch.arange(2 * 64 * 3, dtype=torch.float32).reshape(2, 64, 3)
+    boxes = torch.tensor([[0.0, 0.0, 8.0, 8.0], [0.0, 0.0, 16.0, 8.0], [30.0, 30.0, 31.0, 31.0]])
+    pooled = vit.box_pool(tokens, 8, torch.tensor([0, 1, 0]), boxes)
+    assert torch.equal(pooled[0], tokens[0, 0])
+    assert torch.equal(pooled[1], tokens[1, :2].mean(dim=0))
+    assert torch.equal(pooled[2], tokens[0, 3 * 8 + 3])  # no token centre inside: the nearest
+
+
+def test_the_fixture_is_cached_and_read_back_without_pickle(tiny_fixture):
+    state = vit.pretrained(8)
+    files = list((tiny_fixture / "omnigym" / "idpa").glob("vit-p8-*.npz"))
+    assert len(files) == 1
+    vit.pretrained.cache_clear()
+    again = vit.pretrained(8)
+    assert all(np.array_equal(state[name], again[name]) for name in state)
+    model = vit.load(8)
+    assert not any(p.requires_grad for p in model.parameters())
+
+
+def test_dpa_trained_beats_untrained_and_sequential_forgets(tiny_fixture):
+    env = IncrementalDetection()
+    scores = {}
+    for name, agent in [
+        ("untrained", DPAAgent(seed=0, epochs=0)),
+        ("dpa", DPAAgent(seed=0, epochs=3)),
+        ("sequential", SequentialAgent(seed=0, epochs=3)),
+    ]:
+        observation, info = env.reset(seed=0)
+        first = []
+        for _ in range(2):
+            observation, reward, _, _, info = env.step(agent.act(observation, info))
+            first.append(info["metrics"]["task_0"])
+        scores[name] = first
+    assert scores["dpa"][0] > scores["untrained"][0] + 0.2
+    assert scores["sequential"][1] < scores["sequential"][0]
