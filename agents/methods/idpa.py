@@ -28,6 +28,7 @@ classifier is a linear head on pooled tokens instead of GLIP's region-word align
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,7 +37,7 @@ import numpy as np
 from omnigym.envs.methods import lesions, vit
 from omnigym.threads import one_torch_thread
 
-METHODS = ("sequential", "prefix", "dpa", "joint")
+METHODS = ("sequential", "prefix", "dpa", "ipg", "joint")
 BATCH = 16
 CLASSES = len(lesions.LESIONS)
 
@@ -77,6 +78,7 @@ class IncrementalDetector:
         self.prompts: list[Any] = []
         self.keys: list[np.ndarray] = []
         self.seen: list[Mapping[str, Any]] = []
+        self.joint: Any = None
 
     # ---- pieces ---------------------------------------------------------------------------
 
@@ -91,22 +93,19 @@ class IncrementalDetector:
             {"classify": nn.Linear(vit.WIDTH, CLASSES), "locate": nn.Linear(vit.WIDTH, 2)}
         )
 
-    def _new_prompts(self) -> Any:
+    def _new_prompts(self, observation: Mapping[str, Any]) -> Any:
+        """The task's prompt module: plain prompts, or IPG's generator over the task's
+        instance features."""
         import torch
-        from torch import nn
 
-        shape = (vit.DEPTH, 2, self.length, vit.WIDTH)
-        return nn.Parameter(torch.randn(shape) * 0.02)
+        torch.manual_seed(self.seed + len(self.seen))
+        if self.method != "ipg":
+            return _classes()["Prompts"](self.length)
+        return _classes()["InstancePrompts"](self.length, self._instances(observation))
 
     @property
     def mode(self) -> str | None:
-        return (
-            None
-            if self.method == "sequential"
-            else "prefix"
-            if self.method == "prefix"
-            else "decoupled"
-        )
+        return {"sequential": None, "prefix": "prefix"}.get(self.method, "decoupled")
 
     def _tokens(self, images: Any, prompts: Any) -> Any:
         if prompts is None:
@@ -118,8 +117,41 @@ class IncrementalDetector:
         ]
         return self.frozen(images, per_block, self.mode)
 
-    def _key(self, images: np.ndarray) -> np.ndarray:
-        """Mean frozen token per image (batch, WIDTH), as float64."""
+    def _pooled(self, images: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+        """Frozen box-pooled features (images, slots, WIDTH) of ``boxes`` (images, slots, 4);
+        zero-area boxes pool the nearest token to their corner."""
+        import torch
+
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(images), 64):
+                part = slice(start, start + 64)
+                tokens = self.frozen(torch.from_numpy(images[part]))
+                box = torch.from_numpy(boxes[part].reshape(-1, 4))
+                index = torch.arange(len(tokens)).repeat_interleave(lesions.MAX_OBJECTS)
+                pooled = vit.box_pool(tokens, self.patch, index, box)
+                out.append(pooled.reshape(len(tokens), lesions.MAX_OBJECTS, -1).double().numpy())
+        return np.concatenate(out)
+
+    def _instances(self, observation: Mapping[str, Any]) -> Any:
+        """Frozen box-pooled features of the task's training objects (objects, WIDTH)."""
+        import torch
+
+        images = np.asarray(observation["train_images"], np.float32)
+        labels = np.asarray(observation["train_labels"])
+        pooled = self._pooled(images, np.asarray(observation["train_boxes"], np.float32))
+        return torch.from_numpy(pooled[labels < CLASSES]).float()
+
+    def _query(self, images: np.ndarray, boxes: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """Per image, the feature matched against task keys: the mean frozen token, or (IPG)
+        the mean box-pooled feature of its objects."""
+        if self.method != "ipg":
+            return self._key_tokens(images)
+        pooled = self._pooled(images, boxes)
+        weights = present / np.maximum(present.sum(axis=1, keepdims=True), 1)
+        return np.einsum("is,isd->id", weights, pooled)
+
+    def _key_tokens(self, images: np.ndarray) -> np.ndarray:
         import torch
 
         out = []
@@ -129,31 +161,40 @@ class IncrementalDetector:
                 out.append(self.frozen(batch).mean(dim=1).double().numpy())
         return np.concatenate(out)
 
+    @staticmethod
+    def _task_mask(task: int) -> Any:
+        """Logit offsets keeping ``task``'s classes: 0 for them, -1e4 for the others."""
+        import torch
+
+        mask = torch.full((CLASSES,), -1e4)
+        mask[task * lesions.CLASSES_PER_TASK : (task + 1) * lesions.CLASSES_PER_TASK] = 0
+        return mask
+
     def _train(self, data: list[Mapping[str, Any]], prompts: Any, task: int | None) -> None:
-        """Fit heads (and ``prompts``) on ``data``; ``task`` masks other tasks' logits."""
+        """Fit heads (and the ``prompts`` module) on ``data``; ``task`` masks other tasks'
+        logits."""
         import torch
         from torch.nn import functional
 
         images = np.concatenate([d["train_images"] for d in data])
         boxes = np.concatenate([d["train_boxes"] for d in data])
         labels = np.concatenate([d["train_labels"] for d in data]).astype(np.int64)
-        parameters = list(self.heads.parameters()) + ([prompts] if prompts is not None else [])
+        parameters = list(self.heads.parameters())
+        if prompts is not None:
+            parameters += list(prompts.parameters())
         optimiser = torch.optim.Adam(parameters, lr=self.learning_rate)
-        mask = torch.zeros(CLASSES)
-        if task is not None:
-            mask[:] = -1e4
-            mask[task * lesions.CLASSES_PER_TASK : (task + 1) * lesions.CLASSES_PER_TASK] = 0
+        mask = torch.zeros(CLASSES) if task is None else self._task_mask(task)
         rng = np.random.default_rng([self.seed, len(self.seen)])
         for _ in range(self.epochs):
             order = rng.permutation(len(images))
             for start in range(0, len(images), BATCH):
                 rows = order[start : start + BATCH]
                 image, slot = np.nonzero(labels[rows] < CLASSES)
-                truth = torch.from_numpy(boxes[rows][image, slot])
-                proposal = torch.from_numpy(
-                    lesions.proposals(rng, truth.numpy(), np.zeros(len(truth)))
-                )
-                tokens = self._tokens(torch.from_numpy(images[rows]), prompts)
+                truth = boxes[rows][image, slot]
+                proposal = torch.from_numpy(lesions.proposals(rng, truth, np.zeros(len(truth))))
+                truth = torch.from_numpy(truth)
+                prompt = None if prompts is None else prompts()
+                tokens = self._tokens(torch.from_numpy(images[rows]), prompt)
                 pooled = vit.box_pool(tokens, self.patch, torch.from_numpy(image), proposal)
                 logits = self.heads["classify"](pooled) + mask
                 target = torch.from_numpy(labels[rows][image, slot])
@@ -169,13 +210,14 @@ class IncrementalDetector:
 
         images = np.asarray(observation["test_images"], np.float32)
         proposals = np.asarray(observation["test_proposals"], np.float32)
+        present = np.asarray(observation["test_objects"]).astype(bool)
         logits = np.zeros((*proposals.shape[:2], CLASSES), np.float32)
         centres = np.full((*proposals.shape[:2], 2), lesions.SIDE / 2, np.float32)
-        shown = np.flatnonzero(np.asarray(observation["test_objects"]).any(axis=1))
+        shown = np.flatnonzero(present.any(axis=1))
         choice = np.zeros(len(images), int)
-        if self.keys and self.method in ("prefix", "dpa"):
+        if len(self.keys) > 1:
             keys = np.stack(self.keys)
-            query = self._key(images[shown])
+            query = self._query(images[shown], proposals[shown], present[shown])
             similarity = (query / np.linalg.norm(query, axis=1, keepdims=True)) @ (
                 keys / np.linalg.norm(keys, axis=1, keepdims=True)
             ).T
@@ -196,6 +238,8 @@ class IncrementalDetector:
                     logits[part] = (
                         self.heads["classify"](pooled).numpy().reshape(len(part), -1, CLASSES)
                     )
+                    if self.method in ("prefix", "dpa", "ipg"):
+                        logits[part] += self._task_mask(prompt_index).numpy()
                     where = vit.centres_from(box, self.heads["locate"](pooled)).numpy()
                     centres[part] = np.clip(where, 0, lesions.SIDE).reshape(len(part), -1, 2)
         return {"logits": logits, "centres": centres}
@@ -207,18 +251,66 @@ class IncrementalDetector:
         with one_torch_thread():
             if self.frozen is None:
                 self._start(info["instance"])
-            self.seen.append(observation)
             if self.method == "sequential":
+                self.seen.append(observation)
                 self._train([observation], None, None)
             elif self.method == "joint":
-                if not self.prompts:
-                    self.prompts.append(self._new_prompts())
-                self._train(self.seen, self.prompts[0], None)
+                module = self.joint or self._new_prompts(observation)
+                self.seen.append(observation)
+                self.joint = module
+                self._train(self.seen, module, None)
+                self.prompts = [module().detach()]
             else:
-                self.prompts.append(self._new_prompts())
-                self.keys.append(self._key(np.asarray(observation["train_images"])).mean(axis=0))
-                self._train([observation], self.prompts[-1], task)
+                module = self._new_prompts(observation)
+                if self.method == "ipg":
+                    self.keys.append(self._instances(observation).double().numpy().mean(axis=0))
+                else:
+                    images = np.asarray(observation["train_images"], np.float32)
+                    self.keys.append(self._key_tokens(images).mean(axis=0))
+                self.seen.append(observation)
+                self._train([observation], module, task)
+                self.prompts.append(module().detach())
             return self._answer(observation)
+
+
+@functools.cache
+def _classes() -> dict[str, Any]:
+    import torch
+    from torch import nn
+
+    shape = (vit.DEPTH, 2)
+
+    class Prompts(nn.Module):
+        """Learned prompt keys and values, ``length`` per block: (DEPTH, 2, length, WIDTH)."""
+
+        def __init__(self, length: int):
+            super().__init__()
+            self.prompts = nn.Parameter(torch.randn(*shape, length, vit.WIDTH) * 0.02)
+
+        def forward(self):
+            return self.prompts
+
+    class InstancePrompts(nn.Module):
+        """IPG: ``length`` learned queries cross-attend over the task's instance features; the
+        attended tokens map linearly to every block's prompt keys and values."""
+
+        def __init__(self, length: int, instances: Any):
+            super().__init__()
+            self.register_buffer("instances", instances)
+            self.queries = nn.Parameter(torch.randn(length, vit.WIDTH) * 0.02)
+            self.key, self.value = nn.Linear(vit.WIDTH, vit.WIDTH), nn.Linear(vit.WIDTH, vit.WIDTH)
+            self.out = nn.Linear(vit.WIDTH, vit.DEPTH * 2 * vit.WIDTH)
+            nn.init.normal_(self.out.weight, std=0.02)
+            nn.init.zeros_(self.out.bias)
+
+        def forward(self):
+            generated = vit.attention(
+                self.queries, self.key(self.instances), self.value(self.instances)
+            )
+            tokens = self.out(generated).unflatten(-1, (*shape, vit.WIDTH))
+            return tokens.permute(1, 2, 0, 3)
+
+    return {"Prompts": Prompts, "InstancePrompts": InstancePrompts}
 
 
 class SequentialAgent(IncrementalDetector):
@@ -243,3 +335,9 @@ class JointAgent(IncrementalDetector):
     """``joint``: DPA prompts and heads on all data seen so far (upper bound)."""
 
     method = "joint"
+
+
+class IPGAgent(IncrementalDetector):
+    """``ipg-dpa``: iDPA, instance-level prompt generation with decoupled prompt attention."""
+
+    method = "ipg"
