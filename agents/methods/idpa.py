@@ -1,5 +1,6 @@
 """Incremental detectors on the frozen ViT of ``Methods/IncrementalDetection-v0``: sequential
-fine-tuning, L2P-style prefix prompts, decoupled prompt attention (DPA) and joint training.
+fine-tuning, L2P-style prefix prompts, decoupled prompt attention (DPA), instance-level prompt
+generation (IPG) with DPA, and joint training.
 
 Yi, Xu, Qin, Chen, Wu, Li, Lao, "iDPA: Instance Decoupled Prompt Attention for Incremental
 Medical Object Detection", ICML 2025.
@@ -16,11 +17,17 @@ images in mini-batches of 16, cross-entropy plus smooth L1).
   masked while training a task;
 - ``dpa`` (iDPA's decoupled prompt attention): the same prompts added through a second attention,
   the frozen image attention untouched;
+- ``ipg`` (iDPA): DPA whose prompts are generated from the task's instances: ``length`` learned
+  queries cross-attend over the frozen box-pooled features of the task's training objects, and a
+  linear map turns the attended tokens into every block's prompt keys and values; the generated
+  prompts are stored per task;
 - ``joint`` (upper bound): DPA prompts and heads trained on every task's data seen so far.
 
-For ``prefix`` and ``dpa`` the prompts of a test image are the task's whose key (the mean frozen
-image feature of its training images) is nearest in cosine similarity to the image's own (the
-query–key matching of L2P and iDPA).
+For ``prefix``, ``dpa`` and ``ipg`` the prompts of a test image are the task's whose key is
+nearest in cosine similarity to the image's query (the query–key matching of L2P and iDPA), and
+the answer keeps that task's classes: the key is the mean frozen token of the task's training
+images (``prefix``, ``dpa``) or the mean box-pooled feature of its objects (``ipg``, with the
+mean over the test image's proposals as the query).
 
 Departures from the paper: one prompt set per task rather than L2P's shared pool; the
 classifier is a linear head on pooled tokens instead of GLIP's region-word alignment.

@@ -9,7 +9,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import omnigym
-from omnigym.agents.methods.idpa import DPAAgent, SequentialAgent
+from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, SequentialAgent, _classes
 from omnigym.envs.methods import lesions, vit
 from omnigym.envs.methods.idpa import IncrementalDetection, average_precision, box_ap, forgetting
 
@@ -191,3 +191,19 @@ def test_dpa_trained_beats_untrained_and_sequential_forgets(tiny_fixture):
         scores[name] = first
     assert scores["dpa"][0] > scores["untrained"][0] + 0.2
     assert scores["sequential"][1] < scores["sequential"][0]
+
+
+def test_ipg_generates_every_block_s_prompts_from_the_task_s_instances(tiny_fixture):
+    instances = torch.randn(7, vit.WIDTH)
+    generator = _classes()["InstancePrompts"](5, instances)
+    prompts = generator()
+    assert prompts.shape == (vit.DEPTH, 2, 5, vit.WIDTH)
+    generator.instances = instances * 3 + 1
+    assert not torch.allclose(generator(), prompts)
+    env = IncrementalDetection()
+    observation, info = env.reset(seed=0)
+    agent = IPGAgent(seed=0, epochs=1)
+    for _ in range(2):
+        observation, _, _, _, info = env.step(agent.act(observation, info))
+    assert len(agent.prompts) == len(agent.keys) == 2
+    assert not info["invalid_action"] and 0 <= info["metrics"]["average"] <= 1
