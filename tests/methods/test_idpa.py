@@ -207,3 +207,15 @@ def test_ipg_generates_every_block_s_prompts_from_the_task_s_instances(tiny_fixt
         observation, _, _, _, info = env.step(agent.act(observation, info))
     assert len(agent.prompts) == len(agent.keys) == 2
     assert not info["invalid_action"] and 0 <= info["metrics"]["average"] <= 1
+
+
+def test_the_same_seed_draws_the_same_episode_and_scores_it_alike():
+    first, second = IncrementalDetection(), IncrementalDetection()
+    a, _ = first.reset(seed=4)
+    b, _ = second.reset(seed=4)
+    assert all(np.array_equal(a[key], b[key]) for key in a)
+    answer = truth_answer(first)
+    answer["centres"] = np.clip(answer["centres"] + 3.0, 0, 64)
+    assert first.step(answer)[1] == second.step(answer)[1] < 1.0
+    c, _ = second.reset(seed=5)
+    assert not np.array_equal(a["train_images"], c["train_images"])
