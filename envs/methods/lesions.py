@@ -47,6 +47,8 @@ CLASSES_PER_TASK = 2
 TASKS = len(LESIONS) // CLASSES_PER_TASK
 SHAPES = ("disk", "square", "triangle", "ring", "cross")
 SIZE_RANGE = (8, 16)
+#: Pretraining textures: base level, amplitude of smoothed noise, fine noise.
+TEXTURE = (0.25, 0.3, 0.03)
 #: Proposal jitter (fraction of the object size per side) and growth.
 JITTER, GROWTH = 0.25, 1.3
 
@@ -99,11 +101,9 @@ def background(rng: np.random.Generator, modality: str) -> np.ndarray:
         fan = (np.abs(np.arctan2(x, y + 1.2)) < 0.6).astype(float)
         image = fan * 0.35 * rng.exponential(1.0, x.shape) * (0.6 + 0.4 * _smooth(rng, 16))
     elif modality == "texture":
-        image = (
-            0.2
-            + 0.5 * _smooth(rng, int(rng.choice([4, 8, 16])))
-            + 0.04 * rng.standard_normal(x.shape)
-        )
+        low, amplitude, noise = TEXTURE
+        scale = int(rng.choice([8, 16]))
+        image = low + amplitude * _smooth(rng, scale) + noise * rng.standard_normal(x.shape)
     else:
         raise ValueError(f"modality must be one of {(*MODALITIES, 'texture')}, got {modality!r}")
     return image

@@ -21,9 +21,11 @@ patch centre lies in a box, or the nearest token when none does; pooling by tens
 The fixture (:func:`pretrained`) is the ViT with a box-pooled shape classifier and centre
 regressor trained on :func:`omnigym.envs.methods.lesions.pretraining_images` (generic shapes on
 random textures, :data:`PRETRAIN_IMAGES` images from a fixed seed, :data:`PRETRAIN_EPOCHS`
-epochs of Adam), one per patch size, kept in the user's cache directory as arrays read back
-without pickle; built in-process once, never downloaded (``python -m omnigym.envs.methods.vit``
-builds both ahead of a run).
+epochs of AdamW with a one-cycle schedule, in a seeded order), one per patch size, kept in the
+user's cache directory as arrays read back without pickle; built in-process once, never
+downloaded (``python -m omnigym.envs.methods.vit`` builds both ahead of a run). On held-out
+pretraining images the patch-8 ViT classifies about 40 % of the shapes right (5 classes):
+a weak fixture, still to be improved.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ from . import lesions
 WIDTH, DEPTH, HEADS, MLP = 96, 4, 4, 192
 PATCHES = (8, 4)
 PRETRAIN_SEED = 0
-PRETRAIN_IMAGES = 1200
-PRETRAIN_EPOCHS = 4
-PRETRAIN_LEARNING_RATE = 1e-3
+PRETRAIN_IMAGES = 3000
+PRETRAIN_EPOCHS = 10
+#: Peak learning rate of the one-cycle schedule (10 % warm-up, cosine decay) and AdamW's decay.
+PRETRAIN_LEARNING_RATE = 3e-3
+WEIGHT_DECAY = 0.05
 BATCH = 32
 MODES = ("prefix", "decoupled")
 
@@ -185,8 +189,9 @@ def _key(patch: int) -> str:
     recipe = {
         "patch": patch, "width": WIDTH, "depth": DEPTH, "heads": HEADS, "mlp": MLP,
         "seed": PRETRAIN_SEED, "images": PRETRAIN_IMAGES, "epochs": PRETRAIN_EPOCHS,
-        "lr": PRETRAIN_LEARNING_RATE, "batch": BATCH, "shapes": lesions.SHAPES,
-        "sizes": lesions.SIZE_RANGE, "proposals": [lesions.JITTER, lesions.GROWTH],
+        "lr": PRETRAIN_LEARNING_RATE, "decay": WEIGHT_DECAY, "batch": BATCH,
+        "shapes": lesions.SHAPES, "sizes": lesions.SIZE_RANGE, "texture": lesions.TEXTURE,
+        "proposals": [lesions.JITTER, lesions.GROWTH], "schedule": "one-cycle",
         "torch": torch.__version__,
     }  # fmt: skip
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
@@ -202,12 +207,19 @@ def pretrain(patch: int) -> dict[str, np.ndarray]:
     data = lesions.pretraining_images(rng, PRETRAIN_IMAGES)
     boxes = lesions.proposals(rng, data.boxes, data.labels)
     model = build(patch, PRETRAIN_SEED)
-    optimiser = torch.optim.Adam(model.parameters(), lr=PRETRAIN_LEARNING_RATE)
+    optimiser = torch.optim.AdamW(
+        model.parameters(), lr=PRETRAIN_LEARNING_RATE, weight_decay=WEIGHT_DECAY
+    )
+    steps = PRETRAIN_EPOCHS * -(-PRETRAIN_IMAGES // BATCH)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimiser, max_lr=PRETRAIN_LEARNING_RATE, total_steps=steps, pct_start=0.1
+    )
     images = torch.from_numpy(data.images)
     with one_torch_thread():
         for _ in range(PRETRAIN_EPOCHS):
+            order = rng.permutation(len(images))
             for start in range(0, len(images), BATCH):
-                batch = slice(start, start + BATCH)
+                batch = order[start : start + BATCH]
                 part = lesions.Images(data.images[batch], data.boxes[batch], data.labels[batch])
                 image, truth, label = (torch.from_numpy(a) for a in objects(part))
                 slot = np.nonzero(part.labels >= 0)
@@ -219,6 +231,7 @@ def pretrain(patch: int) -> dict[str, np.ndarray]:
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
+                schedule.step()
     return {name: value.detach().numpy() for name, value in model.vit.state_dict().items()}
 
 
