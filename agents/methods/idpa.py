@@ -6,10 +6,10 @@ Yi, Xu, Qin, Chen, Wu, Li, Lao, "iDPA: Instance Decoupled Prompt Attention for I
 Medical Object Detection", ICML 2025.
 
 Every agent reads each object from the frozen ViT's final tokens pooled in its proposal box
-(:func:`omnigym.envs.methods.vit.box_pool`) with a linear classifier over the eight classes and
-a linear centre regressor (the offset of the true centre from the proposal's, in half-sizes);
-only prompts and heads train (Adam, ``learning_rate`` 3e-3, ``epochs`` passes over the task's
-images in mini-batches of 16, cross-entropy plus smooth L1).
+(:func:`omnigym.envs.methods.idpa_fixture.box_pool`) with a linear classifier over the eight
+classes and a linear centre regressor (the offset of the true centre from the proposal's, in
+half-sizes); only prompts and heads train (Adam, ``learning_rate`` 3e-3, ``epochs`` passes over
+the task's images in mini-batches of 16, cross-entropy plus smooth L1).
 
 - ``sequential`` (lower bound): one classifier fine-tuned on each task in turn, no prompts;
 - ``prefix`` (L2P-style, coupled): per task, ``length`` prompt keys and values in every block,
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from omnigym.envs.methods import lesions, vit
+from omnigym.envs.methods import idpa_fixture, lesions, vit
 from omnigym.threads import one_torch_thread
 
 METHODS = ("sequential", "prefix", "dpa", "ipg", "joint")
@@ -136,7 +136,7 @@ class IncrementalDetector:
                 tokens = self.frozen(torch.from_numpy(images[part]))
                 box = torch.from_numpy(boxes[part].reshape(-1, 4))
                 index = torch.arange(len(tokens)).repeat_interleave(lesions.MAX_OBJECTS)
-                pooled = vit.box_pool(tokens, self.patch, index, box)
+                pooled = idpa_fixture.box_pool(tokens, self.patch, index, box)
                 out.append(pooled.reshape(len(tokens), lesions.MAX_OBJECTS, -1).double().numpy())
         return np.concatenate(out)
 
@@ -202,11 +202,13 @@ class IncrementalDetector:
                 truth = torch.from_numpy(truth)
                 prompt = None if prompts is None else prompts()
                 tokens = self._tokens(torch.from_numpy(images[rows]), prompt)
-                pooled = vit.box_pool(tokens, self.patch, torch.from_numpy(image), proposal)
+                pooled = idpa_fixture.box_pool(
+                    tokens, self.patch, torch.from_numpy(image), proposal
+                )
                 logits = self.heads["classify"](pooled) + mask
                 target = torch.from_numpy(labels[rows][image, slot])
                 loss = functional.cross_entropy(logits, target)
-                offsets = vit.centre_targets(proposal, truth)
+                offsets = idpa_fixture.centre_targets(proposal, truth)
                 loss = loss + functional.smooth_l1_loss(self.heads["locate"](pooled), offsets)
                 optimiser.zero_grad()
                 loss.backward()
@@ -241,13 +243,13 @@ class IncrementalDetector:
                     box = torch.where(
                         box[:, 2:3] > box[:, :1], box, torch.tensor([0.0, 0.0, 8.0, 8.0])
                     )
-                    pooled = vit.box_pool(tokens, self.patch, torch.from_numpy(index), box)
+                    pooled = idpa_fixture.box_pool(tokens, self.patch, torch.from_numpy(index), box)
                     logits[part] = (
                         self.heads["classify"](pooled).numpy().reshape(len(part), -1, CLASSES)
                     )
                     if self.method in ("prefix", "dpa", "ipg"):
                         logits[part] += self._task_mask(prompt_index).numpy()
-                    where = vit.centres_from(box, self.heads["locate"](pooled)).numpy()
+                    where = idpa_fixture.centres_from(box, self.heads["locate"](pooled)).numpy()
                     centres[part] = np.clip(where, 0, lesions.SIDE).reshape(len(part), -1, 2)
         return {"logits": logits, "centres": centres}
 

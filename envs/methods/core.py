@@ -25,7 +25,9 @@ Subclasses set ``observation_space``, ``action_space``, ``invalid_reward`` and i
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -104,6 +106,27 @@ def _as_array(solution: Any, space: spaces.Space, shape: tuple[int, ...]) -> np.
             f"(the action space is {describe(space)})"
         )
     return array
+
+
+def cache_dir(name: str) -> Path:
+    """Where a fixture built in-process is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
+    ``omnigym/<name>/``."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "omnigym" / name
+
+
+def cached_arrays(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The arrays saved at ``path`` (``np.load`` without pickle), or ``build()`` saved there
+    first (written to a private file, then renamed, so that a reader never sees half a file)."""
+    if path.exists():
+        with np.load(path, allow_pickle=False) as saved:
+            return dict(saved)
+    arrays = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
+    np.savez(partial, **arrays)
+    os.replace(partial, path)
+    return arrays
 
 
 class MethodEnv(gym.Env):

@@ -199,6 +199,13 @@ def cache_dir() -> Path:
 
 
 @functools.cache
+def pool_split(size: Size) -> Size:
+    """The sizes for conformers: the pool holds :data:`POOL` distinct conformers, so at most a
+    fifth of it is held out and the rest (up to ``size.train``) trains; samples are unchanged."""
+    held_out = min(size.held_out, POOL // 5)
+    return Size(train=min(size.train, POOL - held_out), held_out=held_out, samples=size.samples)
+
+
 def conformer_pool(smiles: str) -> np.ndarray:
     """:data:`POOL` heavy-atom conformers of ``smiles`` (POOL, atoms, 3): ETKDG (seed
     :data:`POOL_SEED`), MMFF relaxation, centred and aligned to the first (cached on disk)."""
@@ -327,7 +334,8 @@ class MoleculeGeneration(MethodEnv):
     ``dataset`` (``"chains"`` or ``"conformers"``), ``molecule`` (a SMILES, conformers only;
     default the first of :func:`molecules`), ``nfe`` (1–1000, default 10), ``size``
     (training/held-out structures and samples: ``"small"`` 2,000/500/200, ``"paper"``
-    10,000/2,000/2,000).
+    10,000/2,000/2,000; conformers come from a pool of 3,000 per molecule, so ``"paper"``
+    trains on 2,400 and holds out 600 of them).
     """
 
     invalid_reward = 0.0
@@ -348,7 +356,7 @@ class MoleculeGeneration(MethodEnv):
         if molecule is not None and dataset != "conformers":
             raise ValueError("molecule is for dataset 'conformers' only")
         self.dataset, self.nfe = dataset, nfe
-        self.settings = SIZES[size]
+        self.settings = SIZES[size] if dataset == "chains" else pool_split(SIZES[size])
         if dataset == "chains":
             self.topology, atoms = chain_topology(), CHAIN_ATOMS
         else:

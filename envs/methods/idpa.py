@@ -8,7 +8,7 @@ An episode is :data:`~omnigym.envs.methods.lesions.TASKS` (4) tasks of two new l
 each (:mod:`omnigym.envs.methods.lesions`). Each step's observation is the new task's labelled
 training images and the test images and proposal boxes of every task seen so far; the answer is
 class logits over all eight classes and a centre for every test object. The frozen ViT fixture
-(:mod:`omnigym.envs.methods.vit`) is in ``info["instance"]``.
+(:mod:`omnigym.envs.methods.idpa_fixture`) is in ``info["instance"]``.
 
 Scoring. An object is detected when the most probable class among the seen classes is right and
 the answered centre lies within :data:`RADIUS` px of the true one (the AP analogue); a task's
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from . import lesions, vit
+from . import idpa_fixture, lesions
 from .core import MethodEnv, check_solution
 
 #: A centre within this many pixels of the truth counts (with the right class) as detected.
@@ -59,14 +59,15 @@ SIZES = {"small": Size(train=60, test=20), "paper": Size(train=300, test=100)}
 @dataclass(frozen=True)
 class Frozen:
     """``info["instance"]``: the patch size and :meth:`model`, a fresh frozen copy of the
-    pretrained ViT (see :mod:`omnigym.envs.methods.vit` for box pooling and prompts)."""
+    pretrained ViT (see :mod:`omnigym.envs.methods.idpa_fixture` for box pooling and
+    :mod:`omnigym.envs.methods.vit` for prompts)."""
 
     patch: int
     classes_per_task: int = lesions.CLASSES_PER_TASK
     tasks: int = lesions.TASKS
 
     def model(self) -> Any:
-        return vit.load(self.patch)
+        return idpa_fixture.load(self.patch)
 
 
 class IncrementalDetection(MethodEnv):
@@ -120,7 +121,7 @@ class IncrementalDetection(MethodEnv):
             raise ValueError(f"backgrounds must be one of {BACKGROUNDS}, got {backgrounds!r}")
         if not isinstance(predict_boxes, bool):
             raise ValueError(f"predict_boxes must be a bool, got {predict_boxes!r}")
-        self.patch, self.backgrounds = vit.check_patch(patch), backgrounds
+        self.patch, self.backgrounds = idpa_fixture.check_patch(patch), backgrounds
         self.predict_boxes = predict_boxes
         shape = SIZES[size]
         self.train_size, self.test_size = shape.train, shape.test

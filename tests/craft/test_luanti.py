@@ -22,6 +22,7 @@ from omnigym.envs.craft.luanti.env import LuantiCraftEnv
 from omnigym.envs.craft.luanti.server import LuantiError, LuantiMissing
 
 from ..kills import kill_run
+from .helpers import assert_same
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_MOD = ROOT / "docs" / "craft_task_mod"
@@ -207,6 +208,41 @@ def test_proc_dungeons_monster_and_objective_score_as_in_the_embedded_engine():
     assert total == expected[1] == 10.5 and info["success"] and info["task"]["collected"]
     # two sword punches 0.8 s (160 frames) apart
     assert kill_step == expected[0] == 160
+
+
+MOB_MAP = "######\n######\n######\n######\n######\n-\n######\n#O  b#\n# @  #\n# a  #\n######"
+"""The player between a tier-a monster within reach and a tier-b one that walks up to it."""
+
+
+def _mob_episodes(actions, episodes, **kwargs):
+    env = omnigym.make(
+        "Craft/ProcDungeons-v0", backend="luanti", obs_mode="voxels",
+        minetest_conf={"ascii_map": MOB_MAP}, **kwargs,
+    )  # fmt: skip
+    runs = []
+    for _ in range(episodes):
+        run = [env.reset(seed=7)]
+        for action in actions:
+            run.append(env.step(int(action)))
+            if run[-1][2] or run[-1][3]:
+                break
+        runs.append(run)
+    env.close()
+    return runs
+
+
+@needs_luanti
+def test_proc_dungeons_with_mobs_replays_bit_for_bit_under_the_same_seed_and_actions():
+    actions = np.random.default_rng(0).integers(10, size=150)
+    # twice on one server, once on a server that takes its own steps at other times
+    first, second = _mob_episodes(actions, 2)
+    (third,) = _mob_episodes(actions, 1, engine_step=0.25)
+    assert_same(first, second)
+    assert_same(first, third)
+    # the mobs mattered: the monsters moved and hit the player
+    entities = [step[0]["entities"] for step in first]
+    assert not np.array_equal(entities[0], entities[-1])
+    assert first[-1][0]["player"][5] < first[0][0]["player"][5]
 
 
 @needs_luanti

@@ -130,6 +130,15 @@ def test_the_conformer_env_reports_rdkit_acceptance():
     assert reward == 1.0 and info["metrics"]["rdkit_valid"] == 1.0
 
 
+def test_paper_size_conformers_split_the_pool_and_keep_a_held_out_set():
+    env = MoleculeGeneration(dataset="conformers", size="paper", nfe=5)
+    observation, _ = env.reset(seed=0)
+    assert observation["train"].shape == (2400, 8, 3) and len(env.instance.held_out) == 600
+    assert env.observation_space.contains(observation)
+    _, _, _, _, info = env.step(np.repeat(env.instance.held_out[:1], 2000, axis=0))
+    assert np.isfinite(info["metrics"]["angle_w1"]) and np.isfinite(info["metrics"]["dihedral_w1"])
+
+
 def test_refinement_counts_in_the_budget_and_the_last_step_lands_on_the_prediction():
     import torch
 

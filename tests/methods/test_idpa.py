@@ -1,4 +1,4 @@
-"""iDPA: synthetic lesions, the frozen tiny ViT with prompt attention, the four-task env and its
+"""iDPA: synthetic lesions, the frozen ViT fixture and box pooling, the four-task env and its
 agents (docs/methods.md).
 
 Tests that need the ViT fixture build a tiny one (48 images, 1 epoch) in a temporary cache."""
@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 import omnigym
 from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, SequentialAgent, _classes
-from omnigym.envs.methods import lesions, vit
+from omnigym.envs.methods import idpa_fixture, lesions, vit
 from omnigym.envs.methods.idpa import IncrementalDetection, average_precision, box_ap, forgetting
 
 ENV_ID = "Methods/IncrementalDetection-v0"
@@ -19,11 +19,11 @@ ENV_ID = "Methods/IncrementalDetection-v0"
 @pytest.fixture
 def tiny_fixture(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(vit, "PRETRAIN_IMAGES", 48)
-    monkeypatch.setattr(vit, "PRETRAIN_EPOCHS", 1)
-    vit.pretrained.cache_clear()
+    monkeypatch.setattr(idpa_fixture, "PRETRAIN_IMAGES", 48)
+    monkeypatch.setattr(idpa_fixture, "PRETRAIN_EPOCHS", 1)
+    idpa_fixture.pretrained.cache_clear()
     yield tmp_path
-    vit.pretrained.cache_clear()
+    idpa_fixture.pretrained.cache_clear()
 
 
 def truth_answer(env: IncrementalDetection, boxes: bool = False) -> dict[str, np.ndarray]:
@@ -142,36 +142,23 @@ def test_bad_input_raises_naming_the_space_and_nan_scores_zero():
             IncrementalDetection(**kwargs)
 
 
-def test_decoupled_attention_leaves_the_frozen_path_and_prefix_attention_shares_its_softmax():
-    model = vit.build(8, 0).vit.eval()
-    images = torch.rand(2, 64, 64)
-    zero = torch.zeros(2, 4, vit.WIDTH)
-    prompts = [(torch.randn(2, 4, vit.WIDTH), zero) for _ in range(vit.DEPTH)]
-    with torch.no_grad():
-        plain = model(images)
-        # Zero prompt values add nothing through the separate attention ...
-        assert torch.allclose(model(images, prompts, "decoupled"), plain, atol=1e-6)
-        # ... but in one softmax the prompt keys take weight from the image tokens.
-        assert not torch.allclose(model(images, prompts, "prefix"), plain, atol=1e-3)
-
-
 def test_box_pooling_averages_the_tokens_in_the_box():
     tokens = torch.arange(2 * 64 * 3, dtype=torch.float32).reshape(2, 64, 3)
     boxes = torch.tensor([[0.0, 0.0, 8.0, 8.0], [0.0, 0.0, 16.0, 8.0], [30.0, 30.0, 31.0, 31.0]])
-    pooled = vit.box_pool(tokens, 8, torch.tensor([0, 1, 0]), boxes)
+    pooled = idpa_fixture.box_pool(tokens, 8, torch.tensor([0, 1, 0]), boxes)
     assert torch.equal(pooled[0], tokens[0, 0])
     assert torch.equal(pooled[1], tokens[1, :2].mean(dim=0))
     assert torch.equal(pooled[2], tokens[0, 3 * 8 + 3])  # no token centre inside: the nearest
 
 
 def test_the_fixture_is_cached_and_read_back_without_pickle(tiny_fixture):
-    state = vit.pretrained(8)
+    state = idpa_fixture.pretrained(8)
     files = list((tiny_fixture / "omnigym" / "idpa").glob("vit-p8-*.npz"))
     assert len(files) == 1
-    vit.pretrained.cache_clear()
-    again = vit.pretrained(8)
+    idpa_fixture.pretrained.cache_clear()
+    again = idpa_fixture.pretrained(8)
     assert all(np.array_equal(state[name], again[name]) for name in state)
-    model = vit.load(8)
+    model = idpa_fixture.load(8)
     assert not any(p.requires_grad for p in model.parameters())
 
 

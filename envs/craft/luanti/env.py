@@ -94,7 +94,8 @@ class LuantiCraftEnv(CraftEnv):
         spawn: where a new body appears before the task places it (default: the task's, else
             the origin).
         engine_step: seconds of frames served between two of the engine's own steps
-            (entities and timers run then); 0.05 is ten frames at ``fps_max=200``.
+            (its timers run then; entities step with the frames); 0.05 is ten frames at
+            ``fps_max=200``.
         timeout: seconds to wait for the server to start and for each reply.
         minetest_conf: the task's parameters and ``ENGINE_CONF`` keys as for ``CraftEnv``; every
             key but the task's parameters is also written into the server's ``minetest.conf``.

@@ -4,7 +4,7 @@
 -- Task mods written for Craftium call player methods (get_pos, set_pos, hud_set_flags, ...);
 -- the agent answers the usual ones itself, forwards the rest to the entity's ObjectRef when it
 -- has them, and treats methods only a client can honour (HUD, sky, formspecs) as no-ops.
-local physics = dofile(minetest.get_modpath("omnigym_bridge") .. "/physics.lua")
+local physics = omnigym.physics
 local conf = omnigym.conf
 local agent = {name = "agent", object = false, meta = false}
 omnigym.agent = agent

@@ -16,7 +16,9 @@
 -- with {"error": traceback}, and the server shuts down.
 --
 -- The callbacks a task mod registers (globalsteps, join and die callbacks) are taken over after
--- all mods have loaded and run by this mod with the fixed frame time, once per frame.
+-- all mods have loaded and run by this mod with the fixed frame time, once per frame; so are
+-- the Lua entities' on_step and movement (entities.lua). With the task's math.random seeded by
+-- reset, an episode replays bit for bit under the same seed and actions.
 local insecure = minetest.request_insecure_environment()
 assert(insecure, "omnigym_bridge must be listed in secure.trusted_mods")
 local socket = insecure.require("socket.core")
@@ -34,7 +36,9 @@ omnigym.state = {reward = 0, terminated = false, soft_reset = false, info = {}}
 local conf, state, callbacks = omnigym.conf, omnigym.state, omnigym.callbacks
 local modpath = minetest.get_modpath("omnigym_bridge")
 dofile(modpath .. "/craftium.lua")
+omnigym.physics = dofile(modpath .. "/physics.lua")
 local agent = dofile(modpath .. "/agent.lua")
+local entities = dofile(modpath .. "/entities.lua")
 local observe = dofile(modpath .. "/observe.lua")
 
 -- Writes the world Python exported from the embedded engine (conf.world: origin, size, palette;
@@ -193,6 +197,7 @@ local function step(frames, dyaw, dpitch, first, held)
 	for frame = 1, frames do
 		agent:frame(frame == 1 and keys_first or keys_held, dyaw, dpitch, frame == 1, conf.dt)
 		run_globalsteps(conf.dt)
+		entities.frame(conf.dt)
 		if state.terminated or not agent.alive then
 			break
 		end
@@ -232,6 +237,7 @@ local function serve()
 				return false
 			end
 			if words[1] == "reset" then
+				entities.park()
 				return true
 			end
 			elapsed = elapsed + tonumber(words[2]) * conf.dt
@@ -243,6 +249,7 @@ local function serve()
 			error("omnigym_bridge: unknown command " .. line)
 		end
 	until elapsed >= conf.engine_step
+	entities.park()
 	return true
 end
 

@@ -119,6 +119,13 @@ function physics.frame(s, keys, yaw, c)
 		s.vy = c.jump
 	end
 	s.vy = s.vy - c.gravity * c.dt
+	return physics.sweep(s, c, c.step, c.air_step)
+end
+
+-- Moves box c (half-widths hx, hz, height h, feet at s.p) by its velocity for c.dt: y first, then
+-- x and z, stepping up ledges of at most `step` (`air_step` off the ground); a blocked axis
+-- zeroes its velocity. Returns the landing speed (0 when the box did not land).
+function physics.sweep(s, c, step, air_step)
 	local move = s.vy * c.dt
 	local allowed = axis_limit(s.p, c, 2, move)
 	s.p[2] = s.p[2] + allowed
@@ -131,7 +138,7 @@ function physics.frame(s, keys, yaw, c)
 		end
 		s.vy = 0
 	end
-	local step = s.on_ground and c.step or c.air_step
+	step = s.on_ground and step or air_step
 	if s.vx ~= 0 then
 		move_horizontal(s, c, 1, s.vx * c.dt, step)
 	end

@@ -5,8 +5,8 @@
 -- gives rwd_kill_monster, punching the objective rwd_objective and ends the episode, as does
 -- dying.
 --
--- Monsters are Luanti entities moved by the engine: they walk at their speed toward an agent in
--- view range and sight, and hit it every attack interval once within reach. Punches hurt them
+-- Monsters are Luanti entities, stepped and moved by the bridge with the fixed frame time: they
+-- walk at their speed toward an agent in view range and sight, and hit it every attack interval once within reach. Punches hurt them
 -- by the tool's fleshy damage scaled by the time since the last punch (Luanti's rule).
 local data = omnigym.conf.task
 local MONSTER = "omnigym_proc_dungeons:monster"
