@@ -7,13 +7,33 @@ regress an object's centre as an offset from its proposal's centre (:func:`centr
 :func:`centres_from`).
 
 The fixture (:func:`pretrained`) is the ViT (64×64 grey images, patch 8 or 4, no class token)
-with a box-pooled shape classifier and centre regressor trained on
-:func:`omnigym.envs.methods.lesions.pretraining_images` (generic shapes on random textures,
-:data:`PRETRAIN_IMAGES` images from a fixed seed, :data:`PRETRAIN_EPOCHS` epochs of AdamW with a
-one-cycle schedule, in a seeded order), one per patch size, kept in the user's cache directory
-(:func:`omnigym.envs.methods.core.cache_dir`) as arrays read back without pickle; built
-in-process once, never downloaded (``python -m omnigym.envs.methods.idpa_fixture`` builds both
-ahead of a run).
+with a box-pooled classifier of shape and polarity and a centre regressor trained on
+:func:`omnigym.envs.methods.lesions.pretraining_images` (generic shapes on random textures), one
+per patch size, kept in the user's cache directory (:func:`omnigym.envs.methods.core.cache_dir`)
+as arrays read back without pickle; built in-process once, never downloaded (``python -m
+omnigym.envs.methods.idpa_fixture`` builds both ahead of a run).
+
+Recipe (:data:`RECIPES`): AdamW (decay 0.05) with a one-cycle schedule (10 % warm-up, cosine
+decay, peak 1e-3), batches of 32, and a fresh set of :data:`IMAGES_PER_EPOCH` seeded images
+every epoch, so the ViT never sees an image twice. The patch-8 ViT trains 30 epochs from
+scratch (about 4 CPU-minutes). The patch-4 ViT, four times as many tokens and about five times
+the cost per image, starts from the patch-8 fixture instead: the same blocks and final norm
+(they do not depend on the patch size), the 8×8 patch kernel summed over 2×2 blocks into a 4×4
+one (a uniform patch embeds as before), position embeddings interpolated bilinearly from the
+8×8 grid to 16×16 (as Dosovitskiy et al. do for a new resolution), then 5 epochs (about 3
+CPU-minutes). Measured by linear probes (logistic regression on the standardised box-pooled
+features of jittered proposals; 300 training and 150 held-out images, seeded) against the same
+ViT at random initialisation:
+
+| probe | random patch 8 | fixture patch 8 | random patch 4 | fixture patch 4 |
+|---|---|---|---|---|
+| held-out pretraining shapes (5 shapes) | 0.30 | 0.94 | | |
+| the 8 lesion classes, mixed backgrounds | 0.27 | 0.54 | | |
+| the 8 lesion classes, per-task backgrounds | 0.62 | 0.86 | | |
+
+The recipe it replaces (3,000 fixed images, 10 epochs at peak 3e-3, shape labels only) reached
+0.40, 0.30 and 0.66: about 940 optimiser steps are too few for a ViT trained from scratch, and
+the training accuracy stayed near 55 %; at about 2,800 steps on fresh images it passes 95 %.
 """
 
 from __future__ import annotations
@@ -21,6 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -32,12 +53,25 @@ from .core import cache_dir, cached_arrays
 
 PATCHES = (8, 4)
 PRETRAIN_SEED = 0
-PRETRAIN_IMAGES = 3000
-PRETRAIN_EPOCHS = 10
-#: Peak learning rate of the one-cycle schedule (10 % warm-up, cosine decay) and AdamW's decay.
-PRETRAIN_LEARNING_RATE = 3e-3
-WEIGHT_DECAY = 0.05
+IMAGES_PER_EPOCH = 3000
 BATCH = 32
+WEIGHT_DECAY = 0.05
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one patch size's fixture is trained: ``epochs`` of fresh images at peak learning rate
+    ``learning_rate``, from scratch or (``start``) from another patch size's fixture."""
+
+    epochs: int
+    learning_rate: float
+    start: int | None = None
+
+
+RECIPES = {
+    8: Recipe(epochs=30, learning_rate=1e-3),
+    4: Recipe(epochs=5, learning_rate=1e-3, start=8),
+}
 
 
 def check_patch(patch: int) -> int:
@@ -85,7 +119,7 @@ def centres_from(proposals: Any, offsets: Any) -> Any:
 
 
 def build(patch: int, seed: int) -> Any:
-    """A fresh ViT (``.vit``) with the pretraining heads (``.classify``: shape logits,
+    """A fresh ViT (``.vit``) with the pretraining heads (``.classify``: shape-and-polarity logits,
     ``.locate``: centre offset), seeded by ``seed``."""
     import torch
     from torch import nn
@@ -93,7 +127,7 @@ def build(patch: int, seed: int) -> Any:
     torch.manual_seed(seed)
     model = nn.Module()
     model.vit = vit.build(lesions.SIDE, check_patch(patch))
-    model.classify = nn.Linear(vit.WIDTH, len(lesions.SHAPES))
+    model.classify = nn.Linear(vit.WIDTH, len(lesions.PRETRAIN_CLASSES))
     model.locate = nn.Linear(vit.WIDTH, 2)
     return model
 
@@ -103,43 +137,71 @@ def _key(patch: int) -> str:
 
     recipe = {
         "patch": patch, "width": vit.WIDTH, "depth": vit.DEPTH, "heads": vit.HEADS,
-        "mlp": vit.MLP, "seed": PRETRAIN_SEED, "images": PRETRAIN_IMAGES,
-        "epochs": PRETRAIN_EPOCHS, "lr": PRETRAIN_LEARNING_RATE, "decay": WEIGHT_DECAY,
-        "batch": BATCH, "shapes": lesions.SHAPES, "sizes": lesions.SIZE_RANGE,
+        "mlp": vit.MLP, "seed": PRETRAIN_SEED, "images": IMAGES_PER_EPOCH, "batch": BATCH,
+        "decay": WEIGHT_DECAY, "recipe": asdict(RECIPES[patch]),
+        "classes": lesions.PRETRAIN_CLASSES, "sizes": lesions.SIZE_RANGE,
         "texture": lesions.TEXTURE, "proposals": [lesions.JITTER, lesions.GROWTH],
         "schedule": "one-cycle", "torch": torch.__version__,
     }  # fmt: skip
+    start = RECIPES[patch].start
+    if start is not None:
+        recipe["start"] = _key(start)
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def pretrain(patch: int) -> dict[str, np.ndarray]:
-    """Train :func:`build` (seed :data:`PRETRAIN_SEED`) to classify the shape in each proposal
-    and regress its centre; the ViT's state dict as arrays."""
+def _start_from(model: Any, patch: int, state: dict[str, np.ndarray]) -> None:
+    """Load another patch size's fixture ``state`` into ``model`` (see the module docstring)."""
     import torch
     from torch.nn import functional
 
+    weights = {name: torch.tensor(value) for name, value in state.items()}
+    kernel = weights["patches.weight"]
+    factor = kernel.shape[-1] // patch
+    weights["patches.weight"] = (
+        kernel.unflatten(-1, (patch, factor)).unflatten(-3, (patch, factor)).sum(dim=(-1, -3))
+    )
+    grid = lesions.SIDE // patch
+    old = weights["position"]
+    side = int(round(old.shape[1] ** 0.5))
+    square = old.reshape(1, side, side, -1).permute(0, 3, 1, 2)
+    resized = functional.interpolate(square, size=(grid, grid), mode="bilinear")
+    weights["position"] = resized.permute(0, 2, 3, 1).reshape(1, grid * grid, -1)
+    model.load_state_dict(weights)
+
+
+def pretrain(patch: int) -> dict[str, np.ndarray]:
+    """Train :func:`build` (seed :data:`PRETRAIN_SEED`) by ``RECIPES[patch]`` to classify the
+    shape and polarity in each proposal and regress its centre; the ViT's state dict as
+    arrays."""
+    import torch
+    from torch.nn import functional
+
+    recipe = RECIPES[patch]
     rng = np.random.default_rng([PRETRAIN_SEED, patch])
-    data = lesions.pretraining_images(rng, PRETRAIN_IMAGES)
-    boxes = lesions.proposals(rng, data.boxes, data.labels)
     model = build(patch, PRETRAIN_SEED)
+    if recipe.start is not None:
+        _start_from(model.vit, patch, pretrained(recipe.start))
     optimiser = torch.optim.AdamW(
-        model.parameters(), lr=PRETRAIN_LEARNING_RATE, weight_decay=WEIGHT_DECAY
+        model.parameters(), lr=recipe.learning_rate, weight_decay=WEIGHT_DECAY
     )
-    steps = PRETRAIN_EPOCHS * -(-PRETRAIN_IMAGES // BATCH)
     schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimiser, max_lr=PRETRAIN_LEARNING_RATE, total_steps=steps, pct_start=0.1
+        optimiser,
+        max_lr=recipe.learning_rate,
+        total_steps=recipe.epochs * -(-IMAGES_PER_EPOCH // BATCH),
+        pct_start=0.1,
     )
-    images = torch.from_numpy(data.images)
     with one_torch_thread():
-        for _ in range(PRETRAIN_EPOCHS):
-            order = rng.permutation(len(images))
-            for start in range(0, len(images), BATCH):
+        for _ in range(recipe.epochs):
+            data = lesions.pretraining_images(rng, IMAGES_PER_EPOCH)
+            boxes = lesions.proposals(rng, data.boxes, data.labels)
+            order = rng.permutation(IMAGES_PER_EPOCH)
+            for start in range(0, IMAGES_PER_EPOCH, BATCH):
                 batch = order[start : start + BATCH]
                 part = lesions.Images(data.images[batch], data.boxes[batch], data.labels[batch])
                 image, truth, label = (torch.from_numpy(a) for a in objects(part))
-                slot = np.nonzero(part.labels >= 0)
-                proposal = torch.from_numpy(boxes[batch][slot])
-                pooled = box_pool(model.vit(images[batch]), patch, image, proposal)
+                proposal = torch.from_numpy(boxes[batch][np.nonzero(part.labels >= 0)])
+                tokens = model.vit(torch.from_numpy(part.images))
+                pooled = box_pool(tokens, patch, image, proposal)
                 loss = functional.cross_entropy(model.classify(pooled), label)
                 target = centre_targets(proposal, truth)
                 loss = loss + functional.smooth_l1_loss(model.locate(pooled), target)

@@ -15,7 +15,8 @@ polarity: bright or dark disk, horizontal or vertical ellipse, ring or square, t
 three-spot cluster. An image holds 1–3 lesions of its task's classes, 8–16 px across, not
 overlapping; each has a box (x0, y0, x1, y1) in pixels and a centre. Pretraining images hold
 1–3 :data:`SHAPES` (disk, square, triangle, ring, cross) of either polarity on random smoothed
-textures, none of the modality backgrounds.
+textures, none of the modality backgrounds, labelled by shape and polarity
+(:data:`PRETRAIN_CLASSES`).
 
 Detection is reduced to classifying each object from a proposal box and locating its centre:
 :func:`proposals` jitters and enlarges each true box (each side moved by up to a quarter of the
@@ -46,6 +47,7 @@ LESIONS = (
 CLASSES_PER_TASK = 2
 TASKS = len(LESIONS) // CLASSES_PER_TASK
 SHAPES = ("disk", "square", "triangle", "ring", "cross")
+PRETRAIN_CLASSES = tuple((shape, polarity) for shape in SHAPES for polarity in (1, -1))
 SIZE_RANGE = (8, 16)
 #: Pretraining textures: base level, amplitude of smoothed noise, fine noise.
 TEXTURE = (0.25, 0.3, 0.03)
@@ -163,7 +165,6 @@ def draw(
         for j, (cx, cy, size) in enumerate(_place(rng, int(rng.integers(1, MAX_OBJECTS + 1)))):
             label = int(rng.integers(len(classes)))
             shape, polarity = classes[label]
-            polarity = polarity if polarity else rng.choice([-1, 1])
             contrast = polarity * rng.uniform(0.3, 0.5)
             image = image + contrast * shape_mask(shape, size, (cx, cy))
             boxes[i, j] = (cx - size / 2, cy - size / 2, cx + size / 2, cy + size / 2)
@@ -184,8 +185,9 @@ def task_images(rng: np.random.Generator, task: int, n: int, backgrounds: str) -
 
 
 def pretraining_images(rng: np.random.Generator, n: int) -> Images:
-    """``n`` images of generic :data:`SHAPES` of either polarity on random textures."""
-    return draw(rng, n, [(shape, 0) for shape in SHAPES], ["texture"])
+    """``n`` images of generic :data:`SHAPES` of either polarity on random textures, labelled
+    by their index in :data:`PRETRAIN_CLASSES`."""
+    return draw(rng, n, list(PRETRAIN_CLASSES), ["texture"])
 
 
 def proposals(rng: np.random.Generator, boxes: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -3,6 +3,8 @@ agents (docs/methods.md).
 
 Tests that need the ViT fixture build a tiny one (48 images, 1 epoch) in a temporary cache."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -12,15 +14,20 @@ import omnigym
 from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, SequentialAgent, _classes
 from omnigym.envs.methods import idpa_fixture, lesions, vit
 from omnigym.envs.methods.idpa import IncrementalDetection, average_precision, box_ap, forgetting
+from omnigym.evaluators.experiment import Run, RunFolder
+from omnigym.scenario import load_scenario
+from omnigym.scenarios.claims.idpa import check
 
 ENV_ID = "Methods/IncrementalDetection-v0"
+CLAIMS_SCENARIO = Path(__file__).parents[2] / "scenarios" / "claims" / "idpa.yaml"
 
 
 @pytest.fixture
 def tiny_fixture(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(idpa_fixture, "PRETRAIN_IMAGES", 48)
-    monkeypatch.setattr(idpa_fixture, "PRETRAIN_EPOCHS", 1)
+    monkeypatch.setattr(idpa_fixture, "IMAGES_PER_EPOCH", 48)
+    tiny = {8: idpa_fixture.Recipe(1, 1e-3), 4: idpa_fixture.Recipe(1, 1e-3, start=8)}
+    monkeypatch.setattr(idpa_fixture, "RECIPES", tiny)
     idpa_fixture.pretrained.cache_clear()
     yield tmp_path
     idpa_fixture.pretrained.cache_clear()
@@ -162,6 +169,26 @@ def test_the_fixture_is_cached_and_read_back_without_pickle(tiny_fixture):
     assert not any(p.requires_grad for p in model.parameters())
 
 
+def test_the_patch_4_fixture_starts_from_the_patch_8_one(tiny_fixture):
+    coarse, fine = idpa_fixture.load(8), idpa_fixture.build(4, 1).vit
+    idpa_fixture._start_from(fine, 4, idpa_fixture.pretrained(8))
+    # The blocks are the patch-8 fixture's, and a uniform image embeds as it did at patch 8
+    # (position embeddings aside: they are the coarse grid's, interpolated).
+    assert torch.equal(fine.blocks[0].qkv.weight, coarse.blocks[0].qkv.weight)
+    grey = torch.full((1, 64, 64), 0.4)
+    with torch.no_grad():
+        coarse_patch = coarse.patches(grey[:, None]).flatten(2)[0, :, 0]
+        fine_patch = fine.patches(grey[:, None]).flatten(2)[0, :, 0]
+    assert torch.allclose(fine_patch, coarse_patch, atol=1e-5)
+    assert fine.position.shape == (1, 256, vit.WIDTH)
+    # Bilinear interpolation keeps the grid's corners.
+    assert torch.allclose(fine.position[0, 0], coarse.position[0, 0])
+    assert torch.allclose(fine.position[0, 255], coarse.position[0, 63])
+    assert len(list((tiny_fixture / "omnigym" / "idpa").glob("vit-p4-*.npz"))) == 0
+    assert idpa_fixture.load(4)(grey).shape == (1, 256, vit.WIDTH)
+    assert len(list((tiny_fixture / "omnigym" / "idpa").glob("vit-p4-*.npz"))) == 1
+
+
 def test_dpa_trained_beats_untrained_and_sequential_forgets(tiny_fixture):
     env = IncrementalDetection()
     scores = {}
@@ -206,3 +233,58 @@ def test_the_same_seed_draws_the_same_episode_and_scores_it_alike():
     assert first.step(answer)[1] == second.step(answer)[1] < 1.0
     c, _ = second.reset(seed=5)
     assert not np.array_equal(a["train_images"], c["train_images"])
+
+
+# ---- claims ----------------------------------------------------------------------------------
+
+PAPER_LIKE = {  # env -> agent -> final average
+    "patch 8 per-task": {"sequential-finetune": 0.20, "prefix-prompts": 0.60, "dpa": 0.65,
+                         "ipg-dpa": 0.67, "joint-training": 0.80},
+    "patch 4 per-task": {"prefix-prompts": 0.55, "dpa": 0.68},
+    "patch 8 mixed": {"ipg-dpa": 0.50, "dpa": 0.52},
+}  # fmt: skip
+
+
+def _claim_records(table):
+    rng = np.random.default_rng(0)
+    records = []
+    for seed in range(4):
+        wobble = 0.01 * rng.standard_normal()
+        for env, row in table.items():
+            for agent, final in row.items():
+                metrics = {"final_average": final + wobble, "forgetting": 0.1, "accuracy": 0.7}
+                records.append({"env_id": env, "agent": agent, "seed": seed, "episode": 0,
+                                "return": final, "metrics": metrics})  # fmt: skip
+    return records
+
+
+def _statuses(table):
+    scenario = load_scenario(CLAIMS_SCENARIO)
+    run = Run(scenario, {}, RunFolder(Path("unused")), {}, _claim_records(table))
+    return [entry["status"] for entry in check(run)]
+
+
+def _with(env, agent, value):
+    return {**PAPER_LIKE, env: {**PAPER_LIKE[env], agent: value}}
+
+
+def test_claims_pass_on_a_run_that_shows_the_paper_s_pattern():
+    assert _statuses(PAPER_LIKE) == ["pass"] * 4 + ["recorded"]
+
+
+def test_each_claim_fails_when_its_pattern_breaks():
+    assert _statuses(_with("patch 4 per-task", "dpa", 0.50))[0] == "fail"
+    assert _statuses(_with("patch 8 per-task", "prefix-prompts", 0.70))[0] == "fail"
+    # DPA ahead at both patch sizes, but by less with more tokens.
+    narrow = _with("patch 4 per-task", "prefix-prompts", 0.66)
+    assert _statuses(narrow)[:2] == ["pass", "fail"]
+    assert _statuses(_with("patch 8 per-task", "ipg-dpa", 0.60))[2] == "fail"
+    # Joint training below DPA, or sequential fine-tuning above prefix prompts.
+    assert _statuses(_with("patch 8 per-task", "joint-training", 0.66))[3] == "fail"
+    assert _statuses(_with("patch 8 per-task", "sequential-finetune", 0.62))[3] == "fail"
+
+
+def test_claims_are_not_run_without_their_envs_or_agents():
+    assert _statuses({}) == ["not run"] * 5
+    coarse = {"patch 8 per-task": PAPER_LIKE["patch 8 per-task"]}
+    assert _statuses(coarse) == ["not run", "not run", "pass", "pass", "recorded"]
