@@ -45,6 +45,13 @@ IOU = 0.5
 BACKGROUNDS = ("per-task", "mixed")
 CLASSES = len(lesions.LESIONS)
 SLOTS = lesions.MAX_OBJECTS
+#: ``render``: pixels per image pixel, and an outline colour per lesion class.
+ZOOM = 4
+COLOURS = np.array(
+    [[230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200],
+     [245, 130, 48], [145, 30, 180], [70, 240, 240], [240, 50, 230]],
+    np.uint8,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -99,14 +106,22 @@ class IncrementalDetection(MethodEnv):
 
     After the fourth task's step.
 
+    ## Rendering
+
+    ``render_mode="rgb_array"``: the first training image of each task side by side (tasks 0–3,
+    left to right), enlarged 4×, each lesion's box outlined in its class's colour
+    (:data:`COLOURS`); (256, 1024, 3) uint8. ``omnigym render Methods/IncrementalDetection-v0
+    --out sample.png`` saves it.
+
     ## Arguments
 
     ``patch`` (8 or 4: the frozen ViT's patch size, 64 or 256 tokens), ``backgrounds``
     (``"per-task"``: task t on modality t; ``"mixed"``: every task on all four),
     ``predict_boxes`` (bool), ``size`` (``"small"``: 60 training and 20 test images per task;
-    ``"paper"``: 300 and 100).
+    ``"paper"``: 300 and 100), ``render_mode`` (None or ``"rgb_array"``).
     """
 
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
     invalid_reward = 0.0
 
     def __init__(
@@ -115,8 +130,12 @@ class IncrementalDetection(MethodEnv):
         backgrounds: str = "per-task",
         predict_boxes: bool = False,
         size: str = "small",
+        render_mode: str | None = None,
     ):
         super().__init__(size)
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
         if backgrounds not in BACKGROUNDS:
             raise ValueError(f"backgrounds must be one of {BACKGROUNDS}, got {backgrounds!r}")
         if not isinstance(predict_boxes, bool):
@@ -184,6 +203,29 @@ class IncrementalDetection(MethodEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         observation, info = super().reset(seed=seed, options=options)
         return observation, {**info, "instance": Frozen(self.patch)}
+
+    def render(self) -> np.ndarray | None:
+        """The picture of the class docstring's Rendering section (None without
+        ``render_mode``); before the first reset, nothing to draw."""
+        if self.render_mode is None:
+            return None
+        if self.instance is None:
+            raise RuntimeError(f"{type(self).__name__}.render() before reset()")
+        panels = []
+        for train in self.instance["train"]:
+            grey = np.repeat(np.repeat(train.images[0], ZOOM, axis=0), ZOOM, axis=1)
+            panel = np.repeat((grey * 255).astype(np.uint8)[..., None], 3, axis=-1)
+            for box, label in zip(train.boxes[0], train.labels[0], strict=True):
+                if label >= 0:
+                    x0, y0, x1, y1 = np.clip(
+                        np.round(box * ZOOM).astype(int), 0, lesions.SIDE * ZOOM - 2
+                    )
+                    for x in (x0, x1):
+                        panel[y0 : y1 + 2, x : x + 2] = COLOURS[label]
+                    for y in (y0, y1):
+                        panel[y : y + 2, x0 : x1 + 2] = COLOURS[label]
+            panels.append(panel)
+        return np.concatenate(panels, axis=1)
 
     # ---- scoring ----------------------------------------------------------------------------
 

@@ -13,7 +13,14 @@ from gymnasium.utils.env_checker import check_env
 import omnigym
 from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, SequentialAgent, _classes
 from omnigym.envs.methods import idpa_fixture, lesions, vit
-from omnigym.envs.methods.idpa import IncrementalDetection, average_precision, box_ap, forgetting
+from omnigym.envs.methods.idpa import (
+    COLOURS,
+    ZOOM,
+    IncrementalDetection,
+    average_precision,
+    box_ap,
+    forgetting,
+)
 from omnigym.evaluators.experiment import Run, RunFolder
 from omnigym.scenario import load_scenario
 from omnigym.scenarios.claims.idpa import check
@@ -288,3 +295,24 @@ def test_claims_are_not_run_without_their_envs_or_agents():
     assert _statuses({}) == ["not run"] * 5
     coarse = {"patch 8 per-task": PAPER_LIKE["patch 8 per-task"]}
     assert _statuses(coarse) == ["not run", "not run", "pass", "pass", "recorded"]
+
+
+def test_render_pictures_a_training_image_per_task_with_boxes_in_class_colours(tmp_path):
+    from PIL import Image
+
+    from omnigym.cli import main
+
+    out = tmp_path / "sample.png"
+    assert main(["render", ENV_ID, "--seed", "2", "--out", str(out)]) == 0
+    with Image.open(out) as image:
+        picture = np.asarray(image)
+    assert picture.shape == (64 * ZOOM, 4 * 64 * ZOOM, 3)
+    env = IncrementalDetection()
+    env.reset(seed=2)
+    assert env.render() is None
+    for task, train in enumerate(env.instance["train"]):
+        x0, y0 = np.round(train.boxes[0, 0, :2] * ZOOM).astype(int)
+        corner = picture[y0, task * 64 * ZOOM + x0]
+        assert np.array_equal(corner, COLOURS[train.labels[0, 0]])
+    # Away from the boxes the picture is the grey image, enlarged.
+    assert np.array_equal(picture[0, :ZOOM, 0], np.full(ZOOM, picture[0, 0, 0]))
