@@ -31,8 +31,11 @@ the task's images in mini-batches of 16, cross-entropy plus smooth L1).
 For ``prefix``, ``dpa``, ``ipg`` and ``joint`` the prompts of a test image are the task's whose
 key is nearest in cosine similarity to the image's query (the query–key matching of L2P and
 iDPA), and the answer keeps that task's classes: the key is the mean frozen token of the task's
-training images (``prefix``, ``dpa``, ``joint``) or the mean box-pooled feature of its objects
-(``ipg``, with the mean over the test image's proposals as the query).
+training images, or, for ``ipg`` with ``query="instance"``, the mean box-pooled feature of its
+objects (with the mean over the test image's proposals as the query). Image-level matching is
+the default for ``ipg`` too, so that IPG and DPA differ only in how the prompts are made: on
+per-task backgrounds the instance-level query matched fewer test images to their own task
+(final average 0.69 against DPA's 0.88 on one draw, forgetting 0.17 against 0.02).
 
 Departures from the paper: one prompt set per task rather than L2P's shared pool; the
 classifier is a linear head on pooled tokens instead of GLIP's region-word alignment.
@@ -50,6 +53,7 @@ from omnigym.envs.methods import idpa_fixture, lesions, vit
 from omnigym.threads import one_torch_thread
 
 METHODS = ("sequential", "prefix", "dpa", "ipg", "joint")
+QUERIES = ("image", "instance")
 BATCH = 16
 CLASSES = len(lesions.LESIONS)
 
@@ -66,7 +70,11 @@ class IncrementalDetector:
         epochs: int = 10,
         learning_rate: float = 3e-3,
         length: int = 4,
+        query: str = "image",
     ):
+        if query not in QUERIES:
+            raise ValueError(f"query must be one of {QUERIES}, got {query!r}")
+        self.query = query
         if not isinstance(epochs, int) or epochs < 0 or learning_rate <= 0:
             raise ValueError(
                 f"epochs must be an int >= 0 and learning_rate positive, got {epochs!r} and "
@@ -116,6 +124,10 @@ class IncrementalDetector:
         return _classes()["InstancePrompts"](self.length, self._instances(observation))
 
     @property
+    def _instance_keys(self) -> bool:
+        return self.method == "ipg" and self.query == "instance"
+
+    @property
     def mode(self) -> str | None:
         return {"sequential": None, "prefix": "prefix"}.get(self.method, "decoupled")
 
@@ -155,9 +167,9 @@ class IncrementalDetector:
         return torch.from_numpy(pooled[labels < CLASSES]).float()
 
     def _query(self, images: np.ndarray, boxes: np.ndarray, present: np.ndarray) -> np.ndarray:
-        """Per image, the feature matched against task keys: the mean frozen token, or (IPG)
-        the mean box-pooled feature of its objects."""
-        if self.method != "ipg":
+        """Per image, the feature matched against task keys: the mean frozen token, or (IPG with
+        ``query="instance"``) the mean box-pooled feature of its objects."""
+        if not self._instance_keys:
             return self._key_tokens(images)
         pooled = self._pooled(images, boxes)
         weights = present / np.maximum(present.sum(axis=1, keepdims=True), 1)
@@ -283,7 +295,7 @@ class IncrementalDetector:
                 self._train([(observation, None, None)])
                 return self._answer(observation)
             self.modules.append(self._new_prompts(observation))
-            if self.method == "ipg":
+            if self._instance_keys:
                 self.keys.append(self._instances(observation).double().numpy().mean(axis=0))
             else:
                 images = np.asarray(observation["train_images"], np.float32)

@@ -23,7 +23,14 @@ from omnigym.evaluators.experiment import Run
 from .draws import Draws, by_draw, mean_ci, paired, summaries
 
 LABEL = re.compile(r"^patch (?P<patch>\d+) (?P<backgrounds>per-task|mixed)$")
-AGENTS = ("sequential-finetune", "prefix-prompts", "dpa", "ipg-dpa", "joint-training")
+AGENTS = (
+    "sequential-finetune",
+    "prefix-prompts",
+    "dpa",
+    "ipg-dpa",
+    "ipg-dpa instance-query",
+    "joint-training",
+)
 PROMPTS = ("prefix-prompts", "dpa", "ipg-dpa")
 METRIC = "final_average"
 PAPER_GAINS = {
@@ -121,6 +128,10 @@ def _instances(final: dict) -> dict[str, Any]:
             "ipg - dpa": paired(final[env]["ipg-dpa"], final[env]["dpa"]),
         }
     }
+    if _has(final, env, "ipg-dpa instance-query"):
+        measured[env]["ipg instance-query - dpa"] = paired(
+            final[env]["ipg-dpa instance-query"], final[env]["dpa"]
+        )
     mixed = _env(final, 8, "mixed")
     if _has(final, mixed, "ipg-dpa", "dpa"):
         measured[mixed] = {"ipg - dpa": paired(final[mixed]["ipg-dpa"], final[mixed]["dpa"])}

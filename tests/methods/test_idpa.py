@@ -11,7 +11,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import omnigym
-from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, SequentialAgent, _classes
+from omnigym.agents.methods.idpa import DPAAgent, IPGAgent, JointAgent, SequentialAgent, _classes
 from omnigym.envs.methods import idpa_fixture, lesions, vit
 from omnigym.envs.methods.idpa import (
     COLOURS,
@@ -228,6 +228,24 @@ def test_ipg_generates_every_block_s_prompts_from_the_task_s_instances(tiny_fixt
         observation, _, _, _, info = env.step(agent.act(observation, info))
     assert len(agent.prompts) == len(agent.keys) == 2
     assert not info["invalid_action"] and 0 <= info["metrics"]["average"] <= 1
+
+
+def test_joint_training_trains_old_tasks_prompts_again_and_dpa_keeps_them(tiny_fixture):
+    env = IncrementalDetection()
+    first = {}
+    for name, agent in [
+        ("dpa", DPAAgent(seed=0, epochs=1)),
+        ("joint", JointAgent(seed=0, epochs=1)),
+    ]:
+        observation, info = env.reset(seed=0)
+        observation, _, _, _, info = env.step(agent.act(observation, info))
+        first[name] = agent.prompts[0].clone()
+        env.step(agent.act(observation, info))
+        assert len(agent.prompts) == 2
+        kept = torch.equal(agent.prompts[0], first[name])
+        assert kept == (name == "dpa")
+    with pytest.raises(ValueError, match="query"):
+        IPGAgent(query="pixels")
 
 
 def test_the_same_seed_draws_the_same_episode_and_scores_it_alike():
