@@ -23,10 +23,9 @@ the task's images in mini-batches of 16, cross-entropy plus smooth L1).
   prompts are stored per task;
 - ``joint`` (upper bound): DPA, but at every step each seen task's prompts and the shared heads
   are trained again on every seen task's data, mini-batches of all tasks shuffled together, so
-  nothing is forgotten and the old tasks train longer. (A single prompt set trained on all the
-  data and answering over all seen classes, the first version, fell below DPA: the prompt
-  methods answer within the matched task's two classes, an easier question than one over all
-  eight; see docs/methods.md.)
+  nothing is forgotten and the old tasks train longer. (The first version, one prompt set
+  trained on all the data and answering over all seen classes, was not reliably above DPA,
+  which answers within the matched task's two classes; see docs/methods.md.)
 
 For ``prefix``, ``dpa``, ``ipg`` and ``joint`` the prompts of a test image are the task's whose
 key is nearest in cosine similarity to the image's query (the query–key matching of L2P and
