@@ -54,6 +54,7 @@ def truth_answer(env: IncrementalDetection, boxes: bool = False) -> dict[str, np
 def test_the_registered_id_makes_a_small_env_that_passes_check_env(tiny_fixture):
     env = omnigym.make(ENV_ID)
     check_env(env.unwrapped, skip_render_check=True)
+    check_env(IncrementalDetection(render_mode="rgb_array"))
     assert env.observation_space["train_images"].shape == (60, 64, 64)
     assert env.action_space["logits"].shape == (80, 3, 8)
     paper = omnigym.make(ENV_ID, size="paper", patch=4, predict_boxes=True)
