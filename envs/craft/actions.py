@@ -18,6 +18,8 @@ dict into the complete one.
   index 0 is the no-op ``{}``, index i ≥ 1 presses ``actions[i - 1]`` for this step.
 - ``BinaryActionWrapper(env, actions, mouse_mov=0.5)``: ``MultiBinary(len(actions))``; every
   action whose bit is 1 is pressed, together; mouse pseudo-actions are summed.
+- ``CheckedAction(action)``: a complete raw action, checked once and read-only; an env takes it
+  without checking it again (the Discrete wrapper steps with one built per index).
 
 Departures from Craftium, all about bad input: Craftium asserts on unknown action names and clips
 ``mouse_mov`` into [0, 1] with a printed warning; here both raise ``ValueError`` naming the
@@ -162,6 +164,26 @@ def check_raw_action(action: Any, env_name: str = "the raw action space") -> dic
 _RELEASED = dict.fromkeys(KEY_ACTIONS, 0)
 
 
+class CheckedAction(dict):
+    """A complete raw action that ``check_raw_action`` has validated, read-only (its ``mouse``
+    array too), so that an env takes it without checking it again: ``CheckedAction(action)``
+    checks ``action`` as ``check_raw_action`` does. The Discrete wrapper builds one per index
+    and reuses it on every step."""
+
+    __slots__ = ()
+
+    def __init__(self, action: Any, env_name: str = "the raw action space"):
+        complete = check_raw_action(action, env_name)
+        complete["mouse"].flags.writeable = False
+        super().__init__(complete)
+
+    def _read_only(self, *args: Any, **kwargs: Any):
+        raise TypeError("a CheckedAction is read-only; dict(action) is a writable copy")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+
 def _is_key_press(value: Any) -> bool:
     """True for 0 or 1 as any integer or bool type (NumPy included)."""
     return (_is_index(value) or isinstance(value, bool | np.bool_)) and value in (0, 1)
@@ -238,8 +260,24 @@ class DiscreteActionWrapper(_ActionListWrapper):
     value when ``step`` gets an index outside ``Discrete(len(actions) + 1)``.
     """
 
+    def __init__(self, env: gym.Env, actions: Sequence[str], mouse_mov: float = 0.5):
+        super().__init__(env, actions, mouse_mov)
+        self._checked = [CheckedAction(self._one(k)) for k in range(self.action_space.n)]
+
     def _space(self, count: int) -> spaces.Space:
         return spaces.Discrete(count + 1)
+
+    def step(self, action: Any):
+        """Gymnasium's ``ActionWrapper.step``, but a plain integer index in the space goes to the
+        env as the ``CheckedAction`` of ``action(index)``, built once: the same raw action,
+        without building and checking it again on every step."""
+        if (
+            type(action) in _PLAIN_INDICES
+            and 0 <= action < len(self._checked)
+            and type(self).action is DiscreteActionWrapper.action
+        ):
+            return self.env.step(self._checked[action])
+        return super().step(action)
 
     def _one(self, index: Any) -> dict[str, Any]:
         if not _is_index(index) or not 0 <= int(index) < self.action_space.n:
@@ -258,6 +296,9 @@ class DiscreteActionWrapper(_ActionListWrapper):
         if isinstance(action, list) or (isinstance(action, np.ndarray) and action.ndim == 1):
             return [self._one(index) for index in action]
         return self._one(action)
+
+
+_PLAIN_INDICES = (int, np.int64, np.int32)
 
 
 class BinaryActionWrapper(_ActionListWrapper):

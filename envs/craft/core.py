@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from omnigym.envs.craft.actions import CheckedAction
 from omnigym.envs.craft.digging import DugNode, ToolTable, dig_frame, place, pointed_node
 from omnigym.envs.craft.engine import AIR, MaterialTable, Player, World, node_at
 from omnigym.envs.craft.entities import (
@@ -52,6 +53,10 @@ PLAYER_KIND_ID = 1
 """Kind id of a player body in entity observations (``data/mobs.yaml``)."""
 PLAYER_COLOR = (60, 90, 200)
 MAX_ENTITY_ROWS = 32
+MAX_PLANS = 64
+"""Read-only actions whose plan (``CraftSim._plan``) a sim keeps: a wrapper's few are reused
+every step; more than this many are forgotten at once, so that actions made anew every step
+cannot grow the cache."""
 _NO_CONTROLS = Controls()
 
 
@@ -65,6 +70,22 @@ class FrameEvents:
     """Indices of other players this player landed a punch on."""
     placed: list[tuple[int, int, int]] = field(default_factory=list)
     damage_taken: int = 0
+
+
+class _Plan(NamedTuple):
+    """One player's raw action as the frames of a step read it."""
+
+    turn: tuple[float, float]
+    """Camera turn per frame (``camera_turn`` of the mouse move)."""
+    first_controls: Controls
+    """Movement keys on the step's first frame."""
+    held_controls: Controls
+    """Movement keys held on its later frames (``HELD_KEYS``)."""
+    dig: bool
+    place: bool
+    drop: bool
+    slots: tuple[int, ...]
+    """Hotbar slots pressed, in order (the last one is selected)."""
 
 
 @dataclass
@@ -141,6 +162,7 @@ class CraftSim:
         self._draw_heights = False
         self._turns: dict[tuple[float, float], tuple[float, float]] = {}
         self._controls: dict[tuple, tuple[Controls, Controls]] = {}
+        self._plans: dict[int, tuple[CheckedAction, _Plan]] = {}
 
     # ---- episodes ---------------------------------------------------------------------------
 
@@ -219,37 +241,14 @@ class CraftSim:
         Returns, per frame, the ``FrameEvents`` of each player. Stops early once every player
         is dead or the task says the episode is over.
         """
-        turns, held, first = [], [], []
-        for action in actions:
-            mouse = action["mouse"]
-            turns.append(self.camera_turn(float(mouse[0]), float(mouse[1])))
-            keys = (
-                action["forward"],
-                action["backward"],
-                action["left"],
-                action["right"],
-                action["jump"],
-                action["sneak"],
-                action["aux1"],
-            )
-            controls = self._controls.get(keys)
-            if controls is None:
-                controls = self._controls[keys] = (
-                    Controls(*map(bool, keys)),
-                    Controls(*map(bool, keys[:4])),
-                )
-            first.append(controls[0])
-            held.append(controls[1])
+        plans = [self._plan(action) for action in actions]
         config = self.config
         history = []
         for frame in range(frameskip):
             events = [FrameEvents() for _ in self.avatars]
             for i, avatar in enumerate(self.avatars):
-                if not avatar.alive:
-                    continue
-                action = actions[i]
-                controls = first[i] if frame == 0 else held[i]
-                self._player_frame(i, avatar, action, controls, turns[i], frame == 0, events)
+                if avatar.alive:
+                    self._player_frame(i, avatar, plans[i], frame == 0, events)
             self._entities_frame(events)
             self.time += config.dt
             self.frames += 1
@@ -257,6 +256,46 @@ class CraftSim:
             if self.task.frame(self, events) or not any(a.alive for a in self.avatars):
                 break
         return history
+
+    def _plan(self, action: dict[str, Any]) -> _Plan:
+        """What a frame reads of a complete raw action, read once per step; kept for a
+        ``CheckedAction`` (read-only), which a wrapper hands over again on later steps."""
+        checked = type(action) is CheckedAction
+        if checked:
+            kept = self._plans.get(id(action))
+            # The cache holds the action itself, so no other object can have its id meanwhile.
+            if kept is not None and kept[0] is action:
+                return kept[1]
+        mouse = action["mouse"]
+        keys = (
+            action["forward"],
+            action["backward"],
+            action["left"],
+            action["right"],
+            action["jump"],
+            action["sneak"],
+            action["aux1"],
+        )
+        controls = self._controls.get(keys)
+        if controls is None:
+            controls = self._controls[keys] = (
+                Controls(*map(bool, keys)),
+                Controls(*map(bool, keys[:4])),
+            )
+        plan = _Plan(
+            self.camera_turn(float(mouse[0]), float(mouse[1])),
+            controls[0],
+            controls[1],
+            bool(action["dig"]),
+            bool(action["place"]),
+            bool(action["drop"]),
+            tuple(slot for slot, key in enumerate(SLOT_KEYS) if action[key]),
+        )
+        if checked:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[id(action)] = (action, plan)
+        return plan
 
     def camera_turn(self, mouse_x: float, mouse_y: float) -> tuple[float, float]:
         """Camera turn per frame for a mouse move (cached: agents repeat a few moves)."""
@@ -276,9 +315,11 @@ class CraftSim:
             )
         return turn
 
-    def _player_frame(self, i, avatar, action, controls, turn, first, events) -> None:
+    def _player_frame(self, i, avatar, plan, first, events) -> None:
         config = self.config
         player = avatar.player
+        turn = plan.turn
+        controls = plan.first_controls if first else plan.held_controls
         if turn[0] or turn[1]:
             player.look(turn[0], turn[1], config.pitch_limit)
         x0, z0 = player.position[0], player.position[2]
@@ -290,23 +331,22 @@ class CraftSim:
             self.hurt(i, result.fall_damage, events)
         if self._hazards:
             self._hazard(i, avatar, events)
-        if action["dig"]:
+        if plan.dig:
             self._dig_or_punch(i, avatar, events[i])
         else:
             player.dig_target, player.dig_elapsed = None, 0.0
         if not first:
             return
-        for slot, key in enumerate(SLOT_KEYS):
-            if action[key]:
-                player.inventory.select(slot)
-        if action["place"]:
+        for slot in plan.slots:
+            player.inventory.select(slot)
+        if plan.place:
             bodies = [a.box(config) for j, a in enumerate(self.avatars) if j != i and a.alive]
             bodies += [e.box() for e in self.entities]
             where = place(self.world, player, config, bodies, self.kernel)
             if where is not None:
                 events[i].placed.append(where)
                 self.world_changed(where)
-        if action["drop"]:
+        if plan.drop:
             self._drop(player)
 
     def _hazard(self, i, avatar, events) -> None:
@@ -445,9 +485,12 @@ class CraftSim:
             self._heights if self._draw_heights else None,
         )
 
-    def voxels(self, viewer: int, radii: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    def voxels(
+        self, viewer: int, radii: tuple[int, int, int], out: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         """The ``obs_mode="voxels"`` observation dict (content ids, entity rows, player state) of
-        player ``viewer``."""
+        player ``viewer``; the content ids written into ``out`` when given (a vector env's batch
+        row: the crop is then the only copy of them)."""
         avatar = self.avatars[viewer]
         player = avatar.player
         center = node_at(player.position)
@@ -464,7 +507,7 @@ class CraftSim:
             dtype=np.float32,
         )
         return {
-            "voxels": self.world.voxels_around(center, radii),
+            "voxels": self.world.voxels_around(center, radii, out),
             "entities": self.entities.observation(player.position, MAX_ENTITY_ROWS),
             "player": state,
         }

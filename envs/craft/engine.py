@@ -339,10 +339,13 @@ class World:
             self._zyx = np.ascontiguousarray(self.content.transpose(2, 1, 0))
         return self._zyx
 
-    def voxels_around(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
+    def voxels_around(
+        self, center: Iterable[int], radii: Iterable[int], out: np.ndarray | None = None
+    ) -> np.ndarray:
         """Content ids of the box of nodes ``center ± radii`` (``(rx, ry, rz)``), laid out
-        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid."""
-        return crop_voxels(self.content_zyx(), center, radii, self.origin, IGNORE)
+        ``[z, y, x]`` with shape ``(2rz+1, 2ry+1, 2rx+1)``; ``ignore`` outside the grid. Written
+        into ``out`` (C-contiguous, of that shape and the grid's dtype) when given."""
+        return crop_voxels(self.content_zyx(), center, radii, self.origin, IGNORE, out)
 
     def voxel_info(self, center: Iterable[int], radii: Iterable[int]) -> np.ndarray:
         """Craftium's ``info["voxel_obs"]`` around node ``center``: ``uint32`` of shape
@@ -412,20 +415,29 @@ def crop_voxels(
     radii: Iterable[int],
     origin: Iterable[int] = (0, 0, 0),
     fill: int = IGNORE,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The box of nodes ``center ± radii`` (``(rx, ry, rz)``) of a grid laid out ``[z, y, x]``
-    (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: a new array of
-    ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid."""
-    rx, ry, rz = (int(r) for r in radii)
-    cx, cy, cz = (int(c) for c in center)
-    ox, oy, oz = (int(o) for o in origin)
-    out = np.empty((2 * rz + 1, 2 * ry + 1, 2 * rx + 1), dtype=zyx.dtype)
-    return _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
+    (Craftium's voxel order) whose index ``(0, 0, 0)`` holds node ``origin``: an array of
+    ``zyx``'s dtype and shape ``(2rz+1, 2ry+1, 2rx+1)``, ``fill`` outside the grid; new, or
+    ``out`` (a vector env's batch row) when given."""
+    rx, ry, rz = map(int, radii)
+    cx, cy, cz = map(int, center)
+    ox, oy, oz = map(int, origin)
+    shape = (2 * rz + 1, 2 * ry + 1, 2 * rx + 1)
+    if out is None:
+        out = np.empty(shape, dtype=zyx.dtype)
+    elif out.shape != shape or out.dtype != zyx.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {zyx.dtype} array of shape {shape}")
+    _crop_zyx(zyx, cz - rz - oz, cy - ry - oy, cx - rx - ox, out, fill)
+    return out
 
 
 @njit(cache=True, nogil=True)
 def _crop_zyx(zyx, z0, y0, x0, out, fill):
-    """Copies ``zyx[z0:, y0:, x0:]`` into ``out`` (same layout), ``fill`` outside the grid."""
+    """Copies ``zyx[z0:, y0:, x0:]`` into ``out`` (same layout), ``fill`` outside the grid.
+
+    Returns nothing: handing ``out`` back would cost a Python object per call."""
     nz, ny, nx = out.shape
     sz, sy, sx = zyx.shape
     for i in range(nz):
@@ -439,12 +451,11 @@ def _crop_zyx(zyx, z0, y0, x0, out, fill):
             for k in range(nx):
                 x = x0 + k
                 out[i, j, k] = zyx[z, y, x] if 0 <= x < sx else fill
-    return out
 
 
 def node_at(position: Iterable[float]) -> tuple[int, int, int]:
     """The node holding a point (Luanti's rounding, ``floor(p + 0.5)``)."""
-    x, y, z = position
+    x, y, z = position.tolist() if isinstance(position, np.ndarray) else position
     return math.floor(x + 0.5), math.floor(y + 0.5), math.floor(z + 0.5)
 
 

@@ -43,7 +43,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action, raw_action_space
+from omnigym.envs.craft.actions import (
+    CheckedAction,
+    DiscreteActionWrapper,
+    check_raw_action,
+    raw_action_space,
+)
 from omnigym.envs.craft.core import CraftSim
 from omnigym.envs.craft.engine import World
 from omnigym.envs.craft.physics import PhysicsConfig
@@ -405,6 +410,8 @@ class CraftEnv(gym.Env):
             raise RuntimeError(
                 f"{self._name}: call reset() before step() (the episode is over or not started)"
             )
+        if type(action) is CheckedAction:
+            return action
         return check_raw_action(action, self._name)
 
     def _end_step(self, reward: float, terminated: bool):

@@ -212,14 +212,13 @@ def step_player(
     else:
         speed = config.walk_speed
     state = _SCRATCH  # kernels run one at a time under the GIL
-    position, velocity = player.position, player.velocity
-    state[_PX : _PZ + 1] = position
-    state[_VX : _VZ + 1] = velocity
-    state[_GROUND] = 1.0 if player.on_ground else 0.0
     _frame_kernel(kernel)(
         world.content,
         world.origin,
         world.materials.walkable,
+        player.position,
+        player.velocity,
+        bool(player.on_ground),
         state,
         math.radians(player.yaw),
         forward,
@@ -229,9 +228,7 @@ def step_player(
         speed,
         *config.kernel_constants,
     )
-    position[:] = state[_PX : _PZ + 1]
-    velocity[:] = state[_VX : _VZ + 1]
-    player.on_ground = on_ground = state[_GROUND] > 0.5
+    player.on_ground = on_ground = bool(state[_GROUND] > 0.5)
     landing = float(state[_LANDING])
     if landing == 0.0:
         return _RESTING if on_ground else _AIRBORNE
@@ -246,7 +243,7 @@ _AIRBORNE = FrameResult(False, 0.0, 0)
 def _frame_kernel(kernel: str):
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    return _physics_frame if kernel == "numpy" else _physics_frame_numba
+    return _player_frame if kernel == "numpy" else _player_frame_numba
 
 
 @register_jitable
@@ -357,6 +354,7 @@ def _move_horizontal(content, origin, walkable, s, axis, move, hx, h, hz, step, 
     s[_PY] += rise
 
 
+@register_jitable
 def _physics_frame(
     content,
     origin,
@@ -419,4 +417,20 @@ def _physics_frame(
     s[_GROUND] = 1.0 if on_ground else 0.0
 
 
-_physics_frame_numba = njit(cache=True)(_physics_frame)
+def _player_frame(
+    content, origin, walkable, position, velocity, on_ground, s, yaw, forward, side, *rest
+):
+    """``_physics_frame`` on a player's own ``position`` and ``velocity``: copied into the state
+    ``s`` and back, inside the compiled call rather than around it in Python. ``rest``: the
+    kernel's arguments after ``side`` (jump, sneak, speed and ``kernel_constants``)."""
+    for a in range(3):
+        s[_PX + a] = position[a]
+        s[_VX + a] = velocity[a]
+    s[_GROUND] = 1.0 if on_ground else 0.0
+    _physics_frame(content, origin, walkable, s, yaw, forward, side, *rest)
+    for a in range(3):
+        position[a] = s[_PX + a]
+        velocity[a] = s[_VX + a]
+
+
+_player_frame_numba = njit(cache=True)(_player_frame)

@@ -310,8 +310,6 @@ def _render_kernel(
                 count += 1
         for i in range(start, start + width):
             col = i - start
-            rx = rays[i, 0]
-            ry = rays[i, 1]
             cu, cv, cw = unit_rays[i, 0], unit_rays[i, 1], unit_rays[i, 2]
             dx = cu * b00 + cv * b10 + cw * b20
             dy = cu * b01 + cv * b11 + cw * b21
@@ -328,6 +326,7 @@ def _render_kernel(
             hit_t, hit_k, hit_axis, hit_sign = view_distance, -1, 0, 0.0
             for j in range(count):
                 k = ids[j]
+                rx, ry = rays[i, 0], rays[i, 1]  # Read only here: most rows cross no box.
                 if not (bounds[k, 0] <= rx <= bounds[k, 1] and bounds[k, 2] <= ry <= bounds[k, 3]):
                     continue
                 t_near, t_far, axis, sign = _box_hit(

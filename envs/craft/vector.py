@@ -16,7 +16,7 @@ and reset without a seed whenever its episode ends (what ``SyncVectorEnv`` does)
 
 Stepping bypasses the single env's per-step checks, once the batch of indices has been checked
 in one NumPy comparison: index k maps to a complete raw action dict built once (by the
-``DiscreteActionWrapper`` itself, completed by ``check_raw_action``), fed straight to each
+``DiscreteActionWrapper`` itself, completed as a read-only ``CheckedAction``), fed straight to each
 world's ``core.CraftSim``, and observations are written into one batch array per step.
 
 With ``backend="luanti"`` (or ``"minetest"``) the class makes a ``gymnasium.vector.SyncVectorEnv``
@@ -47,7 +47,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from omnigym.envs.craft.actions import DiscreteActionWrapper, check_raw_action
+from omnigym.envs.craft.actions import CheckedAction, DiscreteActionWrapper
 from omnigym.envs.craft.batch import FrameBatch
 from omnigym.envs.craft.env import BACKENDS, CraftEnv, as_rgb
 
@@ -179,7 +179,7 @@ class CraftVectorEnv(VectorEnv):
         self.actions: list[str] = wrapper.actions
         self.mouse_mov: float = wrapper.mouse_mov
         n = wrapper.action_space.n
-        self._raw_actions = [check_raw_action(wrapper.action(k), self.task_id) for k in range(n)]
+        self._raw_actions = [CheckedAction(wrapper.action(k), self.task_id) for k in range(n)]
         self.single_action_space = spaces.Discrete(n)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.single_observation_space = first.observation_space
@@ -357,16 +357,21 @@ class CraftVectorEnv(VectorEnv):
         by ``FrameBatch``)."""
         for i in worlds:
             if self._batch is None:
-                self._write(obs, i, self._observe(i))
+                self._write_voxels(obs, i)
                 continue
-            sim = self.envs[i].sim
-            frame = sim.finish_frame(self._batch.frames[i], 0)
+            frame = self.envs[i].sim.finish_frame(self._batch.frames[i], 0)
             if self.obs_mode == "rgb":
                 obs[i] = frame
             else:
-                world_obs = sim.voxels(0, self.radii)
-                world_obs["rgb"] = frame
-                self._write(obs, i, world_obs)
+                self._write_voxels(obs, i)
+                obs["rgb"][i] = frame
+
+    def _write_voxels(self, obs, i: int) -> None:
+        """World i's voxel observation written into ``obs``, its content ids cropped straight
+        into their row of the batch (a copy of 70 kB less per world than ``_write``)."""
+        world_obs = self.envs[i].sim.voxels(0, self.radii, obs["voxels"][i])
+        obs["entities"][i] = world_obs["entities"]
+        obs["player"][i] = world_obs["player"]
 
     def _step_infos(self) -> dict[str, Any]:
         n = self.num_envs

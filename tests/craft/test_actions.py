@@ -8,6 +8,7 @@ from gymnasium import spaces
 from omnigym.envs.craft.actions import (
     ACTION_ORDER,
     BinaryActionWrapper,
+    CheckedAction,
     DiscreteActionWrapper,
     check_raw_action,
     raw_action_space,
@@ -122,6 +123,28 @@ def test_discrete_wrapper_mouse_move_uses_mouse_mov():
     env = DiscreteActionWrapper(RawActionEcho(), ["forward", "mouse x+"], mouse_mov=0.1)
     env.step(2)
     np.testing.assert_array_equal(env.unwrapped.last_action["mouse"], np.float32([0.1, 0.0]))
+
+
+def test_discrete_wrapper_steps_send_the_raw_action_of_every_index_type():
+    env = DiscreteActionWrapper(RawActionEcho(), SEVEN_ACTIONS)
+    for index in range(8):
+        expected = as_lists(check_raw_action(env.action(index)))
+        for kind in (int, np.int64, np.int32, np.array):
+            env.step(kind(index))
+            assert as_lists(env.unwrapped.last_action) == expected, (index, kind)
+
+
+def test_checked_action_is_the_complete_action_and_read_only():
+    action = CheckedAction({"jump": 1, "mouse": [0.5, 0.0]})
+    assert as_lists(action) == as_lists(check_raw_action({"jump": 1, "mouse": [0.5, 0.0]}))
+    with pytest.raises(TypeError, match="read-only"):
+        action["dig"] = 1
+    with pytest.raises(TypeError, match="read-only"):
+        action.update(dig=1)
+    with pytest.raises(ValueError, match="read-only"):
+        action["mouse"][0] = 1.0
+    with pytest.raises(ValueError, match="outside Discrete"):
+        CheckedAction({"jump": 2})
 
 
 def test_discrete_wrapper_accepts_numpy_integer_indices():

@@ -485,3 +485,14 @@ def test_voxel_info_stacks_ids_light_and_param2_as_uint32():
     assert info.shape == (1, 1, 3, 3) and info.dtype == np.uint32
     np.testing.assert_array_equal(info[0, 0, 0], [stone, world.light[1, 1, 1], 5])
     np.testing.assert_array_equal(info[0, 0, 2], [IGNORE, 0, 0])
+
+
+def test_voxel_crop_into_a_given_array_writes_the_same_box_there():
+    grid = np.arange(6 * 5 * 4, dtype=np.uint16).reshape(4, 5, 6)
+    batch = np.zeros((2, 3, 3, 5), dtype=np.uint16)
+    crop = crop_voxels(grid, center=(1, 2, 3), radii=(2, 1, 1), out=batch[1])
+    assert crop is batch[1] or np.shares_memory(crop, batch)
+    assert np.array_equal(batch[1], crop_voxels(grid, center=(1, 2, 3), radii=(2, 1, 1)))
+    assert not batch[0].any()
+    with pytest.raises(ValueError, match="C-contiguous uint16 array of shape"):
+        crop_voxels(grid, center=(1, 2, 3), radii=(2, 1, 1), out=np.zeros((3, 3, 4), np.uint16))

@@ -9,7 +9,7 @@ import pytest
 
 import omnigym
 from omnigym.agents.craft.room import RoomScripted
-from omnigym.envs.craft.actions import ACTION_ORDER, DiscreteActionWrapper
+from omnigym.envs.craft.actions import ACTION_ORDER, CheckedAction, DiscreteActionWrapper
 from omnigym.envs.craft.env import IGNORED_KWARGS, CraftEnv
 
 # Craftium's action set and mouse move per task (Malagón et al., ICML 2025; the table of
@@ -412,3 +412,31 @@ def test_frames_skip_nothing_after_digging_and_placing():
     sim.world_changed((x, top, z + 2))
     env.unwrapped.sim.avatars[0].player.pitch = -60.0
     assert np.array_equal(sim.frame(0), _reference_frame(env))
+
+
+def test_reused_checked_actions_step_the_world_as_fresh_raw_dicts_do():
+    raw = [
+        {"forward": 1, "mouse": [0.25, 0.0]},
+        {"dig": 1},
+        {"slot_3": 1, "slot_2": 1, "place": 1},
+        {"jump": 1, "left": 1, "mouse": [0.0, -0.5]},
+        {"drop": 1, "sneak": 1},
+        {},
+    ]
+    checked = [CheckedAction(action) for action in raw]
+    conf = {"give_initial_stuff": True}
+    envs = [CraftEnv("ChopTree", frameskip=2, minetest_conf=conf) for _ in range(2)]
+    for env in envs:
+        env.reset(seed=3)
+    order = np.random.default_rng(0).integers(len(raw), size=150)
+    for k in order:
+        a = envs[0].step(checked[k])
+        b = envs[1].step(dict(raw[k]))
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        for key in ("player_pos", "player_vel", "player_yaw", "player_pitch"):
+            np.testing.assert_array_equal(a[4][key], b[4][key])
+        if a[2] or a[3]:
+            break
+    # Slots 2 and 3 pressed together: the higher one is selected, as with the raw dict.
+    assert envs[0].sim.avatars[0].player.inventory.selected == 2

@@ -114,6 +114,8 @@ def test_conformers_are_aligned_heavy_atom_structures_rdkit_accepts():
     assert len(topology.bonds) == 7 and len(topology.triples) == 6 and len(topology.quads) == 5
     assert bond_lengths(pool, topology.bonds).mean() == pytest.approx(1.53, abs=0.01)
     assert rdkit_accepts(OCTANE, pool[:50]).all()
+    torsions = np.round(dihedrals(pool, topology.quads) / 30.0)
+    assert len(np.unique(torsions, axis=0)) >= 20  # many distinct conformers, not one repeated
     broken = pool[:5].copy()
     broken[:, 7] = broken[:, 6] + 3.0  # the last carbon pulled away
     assert not rdkit_accepts(OCTANE, broken).any()
