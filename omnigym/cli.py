@@ -484,10 +484,11 @@ def _render(args: argparse.Namespace) -> int:
     if not isinstance(kwargs, dict):
         raise UsageError(f"--kwargs must be a JSON object, got {args.kwargs}")
     info = omnigym.spec(args.env_id)
-    if info.kind != "single" or info.obs_kind != "pixels":
+    if info.kind != "single" or not _draws_pictures(info):
         raise UsageError(
             f"{args.env_id} is not a single-agent pixel environment (its observations: "
-            f"{info.obs_kind}); render draws frames of pixel tasks"
+            f"{info.obs_kind}) and has no rgb_array rendering; render draws frames of pixel "
+            "tasks and of tasks that picture their instance"
         )
     steps = args.steps if suffix == ".gif" else 0
     frames, fps = render_frames(args.env_id, args.seed, steps, kwargs)
@@ -497,6 +498,18 @@ def _render(args: argparse.Namespace) -> int:
     height, width = frames[0].shape[:2]
     print(f"{args.out}: {len(frames)} frame(s) of {width}x{height}")
     return 0
+
+
+def _draws_pictures(info: Any) -> bool:
+    """Whether ``render`` can draw ``info``'s environment: pixel observations, or an
+    environment class that offers ``render_mode="rgb_array"`` (a task environment's picture
+    of its instance, such as ``Methods/IncrementalDetection-v0``'s images)."""
+    from omnigym.registry import load_entry_point
+
+    if info.obs_kind == "pixels":
+        return True
+    metadata = getattr(load_entry_point(info.entry_point), "metadata", {})
+    return "rgb_array" in metadata.get("render_modes", ())
 
 
 def render_frames(
