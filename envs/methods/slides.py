@@ -1,5 +1,5 @@
 """Synthetic whole-slide images as bags of instance features: the world of
-``Methods/MILTransfer-v0`` (:mod:`omnigym.envs.methods.mil`) and of its pretraining tasks.
+``Methods/MILTransfer-v0`` (:mod:`omnigym.envs.methods.mil_transfer`) and of its pretraining tasks.
 
 A slide is a bag of patch features, as a frozen patch encoder would give them (Shao et al., ICML
 2025, use UNI features of 256 px patches). Here every patch is an instance x ∈ R⁶⁴ drawn around

@@ -9,9 +9,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import omnigym
-from omnigym.agents.methods.mil import ABMILAgent, DSMILAgent, MeanMILAgent, MILAgent, probe
+from omnigym.agents.methods.mil_transfer import ABMILAgent, DSMILAgent, MeanMILAgent, MILAgent, probe
 from omnigym.envs.methods import aggregators, slides
-from omnigym.envs.methods.mil import MILTransfer, Pretrained, classification_metrics
+from omnigym.envs.methods.mil_transfer import MILTransfer, Pretrained, classification_metrics
 from omnigym.evaluators.experiment import Run, RunFolder
 from omnigym.scenario import load_scenario
 from omnigym.scenarios.claims.mil_transfer import check
