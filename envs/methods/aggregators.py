@@ -41,8 +41,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,6 +48,7 @@ import numpy as np
 from omnigym.threads import one_torch_thread
 
 from . import slides
+from .core import cache_dir, cached_arrays
 
 AGGREGATORS = ("mean", "max", "abmil", "transmil", "dsmil")
 HIDDEN = 128
@@ -268,13 +267,6 @@ def _chunks(function: Any, bags: np.ndarray, chunk: int) -> np.ndarray:
 # ---- the pretrained fixtures --------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where the fixtures are kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
-    ``omnigym/mil/``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "omnigym" / "mil"
-
-
 def _rate(aggregator: str) -> float:
     return PRETRAIN_LEARNING_RATES.get(aggregator, PRETRAIN_LEARNING_RATE)
 
@@ -308,18 +300,10 @@ def pretraining_set(task: str) -> tuple[np.ndarray, np.ndarray]:
 @functools.cache
 def pretrained(aggregator: str, task: str) -> dict[str, np.ndarray]:
     """The state dict (as arrays) of ``aggregator`` pretrained on ``task``: trained by
-    :func:`pretrain` once, then read from :func:`cache_dir` (``np.load`` without pickle)."""
+    :func:`pretrain` once, then read from ``cache_dir("mil")`` (``np.load`` without pickle)."""
     check_aggregator(aggregator)
-    path = cache_dir() / f"{aggregator}-{task}-{_key(aggregator, task)}.npz"
-    if path.exists():
-        with np.load(path, allow_pickle=False) as saved:
-            return dict(saved)
-    state = pretrain(aggregator, task)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
-    np.savez(partial, **state)
-    os.replace(partial, path)
-    return state
+    path = cache_dir("mil") / f"{aggregator}-{task}-{_key(aggregator, task)}.npz"
+    return cached_arrays(path, lambda: pretrain(aggregator, task))
 
 
 def pretrain(aggregator: str, task: str) -> dict[str, np.ndarray]:

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +39,7 @@ from gymnasium import spaces
 from scipy import stats
 from scipy.spatial.transform import Rotation
 
-from .core import MethodEnv
+from .core import MethodEnv, cache_dir, cached_arrays
 
 DATASETS = ("chains", "conformers")
 CHAIN_ATOMS = 8
@@ -193,14 +191,6 @@ def molecule_topology(smiles: str) -> Topology:
     return Topology(np.array(bonds), np.array(triples), np.array(quads), smiles)
 
 
-def cache_dir() -> Path:
-    """Where conformer pools are kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
-    ``omnigym/conformers/``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "omnigym" / "conformers"
-
-
-@functools.cache
 def pool_split(size: Size) -> Size:
     """The sizes for conformers: the pool holds :data:`POOL` distinct conformers, so at most a
     fifth of it is held out and the rest (up to ``size.train``) trains; samples are unchanged."""
@@ -208,21 +198,15 @@ def pool_split(size: Size) -> Size:
     return Size(train=min(size.train, POOL - held_out), held_out=held_out, samples=size.samples)
 
 
+@functools.cache
 def conformer_pool(smiles: str) -> np.ndarray:
     """:data:`POOL` heavy-atom conformers of ``smiles`` (POOL, atoms, 3): ETKDG (seed
     :data:`POOL_SEED`), MMFF relaxation, centred and aligned to the first (cached on disk)."""
     import rdkit
 
     key = hashlib.sha256(f"{smiles}|{POOL}|{POOL_SEED}|{rdkit.__version__}".encode()).hexdigest()
-    path = cache_dir() / f"{key[:16]}.npy"
-    if path.exists():
-        return np.load(path, allow_pickle=False)
-    pool = _embed(smiles)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npy")
-    np.save(partial, pool)
-    os.replace(partial, path)
-    return pool
+    path = cache_dir("conformers") / f"{key[:16]}.npz"
+    return cached_arrays(path, lambda: {"pool": _embed(smiles)})["pool"]
 
 
 def _embed(smiles: str) -> np.ndarray:

@@ -25,17 +25,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from omnigym.threads import one_torch_thread
 
+from .core import cache_dir, cached_arrays
 from .hc_smoe import stdlib_corpus
 
 #: The dense weights of one layer, stacked over layers in :attr:`LlamaWeights.blocks`.
@@ -267,12 +266,6 @@ def negative_log_likelihood(
 # ---- the two models -----------------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where built models are kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``omnigym/``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "omnigym" / "llama"
-
-
 @functools.cache
 def load_model(name: str) -> LlamaWeights:
     """``"tiny"`` (:func:`train_tiny`, cached on disk) or ``"smollm2"`` (:func:`load_smollm2`),
@@ -346,19 +339,10 @@ def _tiny_key() -> str:
 def train_tiny() -> LlamaWeights:
     """The tiny byte-level model: AdamW (learning rate 3e-3, cosine decay), :data:`TINY_STEPS`
     steps of :data:`TINY_BATCH` windows of :data:`TINY_CONTEXT` bytes, on one torch thread,
-    every random number from :data:`TINY_SEED`. Kept in :func:`cache_dir` (keyed by the recipe,
+    every random number from :data:`TINY_SEED`. Kept in ``cache_dir("llama")`` (keyed by the recipe,
     the text and the torch version) and read back from there."""
-    path = cache_dir() / f"tiny-{_tiny_key()}.npz"
-    if path.exists():
-        with np.load(path, allow_pickle=False) as saved:
-            arrays = dict(saved)
-        return _tiny_weights(arrays)
-    arrays = _train_tiny_arrays()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
-    np.savez(partial, **arrays)
-    os.replace(partial, path)
-    return _tiny_weights(arrays)
+    path = cache_dir("llama") / f"tiny-{_tiny_key()}.npz"
+    return _tiny_weights(cached_arrays(path, _train_tiny_arrays))
 
 
 def _tiny_weights(arrays: Mapping[str, np.ndarray]) -> LlamaWeights:

@@ -25,15 +25,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from omnigym.threads import one_torch_thread
+
+from .core import cache_dir, cached_arrays
 
 #: FCC lattice constants (Å) of the elements EMT knows and the clusters use.
 LATTICE = {"Cu": 3.61, "Ag": 4.09, "Au": 4.08}
@@ -316,13 +316,6 @@ def fit(
 # ---- the pretrained potential -------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where the pretrained potential is kept: ``$XDG_CACHE_HOME`` or ``~/.cache``, then
-    ``omnigym/potential/``."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "omnigym" / "potential"
-
-
 def pretraining_set() -> ClusterSet:
     """The :data:`PRETRAIN_CLUSTERS` Cu clusters (rattle 0.1 Å, strain 3 %) of seed
     :data:`PRETRAIN_SEED`."""
@@ -344,17 +337,9 @@ def _key(config: PotentialConfig) -> str:
 @functools.cache
 def pretrained(config: PotentialConfig = PotentialConfig()) -> dict[str, np.ndarray]:
     """The pretrained potential's state dict as arrays: built by :func:`pretrain` once, then
-    read from :func:`cache_dir` (``np.load`` without pickle)."""
-    path = cache_dir() / f"cu-{_key(config)}.npz"
-    if path.exists():
-        with np.load(path, allow_pickle=False) as saved:
-            return dict(saved)
-    state = pretrain(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial.npz")
-    np.savez(partial, **state)
-    os.replace(partial, path)
-    return state
+    read from ``cache_dir("potential")`` (``np.load`` without pickle)."""
+    path = cache_dir("potential") / f"cu-{_key(config)}.npz"
+    return cached_arrays(path, lambda: pretrain(config))
 
 
 def pretrain(config: PotentialConfig) -> dict[str, np.ndarray]:

@@ -9,7 +9,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import omnigym
-from omnigym.agents.methods.mil_transfer import ABMILAgent, DSMILAgent, MeanMILAgent, MILAgent, probe
+from omnigym.agents.methods.mil_transfer import (
+    ABMILAgent,
+    DSMILAgent,
+    MeanMILAgent,
+    MILAgent,
+    probe,
+)
 from omnigym.envs.methods import aggregators, slides
 from omnigym.envs.methods.mil_transfer import MILTransfer, Pretrained, classification_metrics
 from omnigym.evaluators.experiment import Run, RunFolder
