@@ -74,8 +74,7 @@ def _classes() -> dict[str, Any]:
             super().__init__()
             if side % patch:
                 raise ValueError(f"patch {patch} does not divide the image side {side}")
-            self.side, self.patch, self.grid = side, patch, side // patch
-            self.channels = channels
+            self.patch, self.grid = patch, side // patch
             self.patches = nn.Conv2d(channels, WIDTH, patch, stride=patch)
             self.position = nn.Parameter(torch.zeros(1, self.grid**2, WIDTH))
             nn.init.trunc_normal_(self.position, std=0.02)
