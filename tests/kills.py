@@ -43,6 +43,12 @@ def running(pid: int, started: int | None) -> bool:
     return state not in ("Z", "X") and start_time(pid) == started
 
 
+def _default_sigint() -> None:
+    """Give the run Ctrl-C's default action: a test started in the background by a shell
+    without job control inherits SIGINT ignored, and the run would then never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kill_run(
     args: list[str], out: Path, signum: int, episodes: int = 2, ready: str | None = None
 ) -> Killed:
@@ -59,6 +65,7 @@ def kill_run(
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
+            preexec_fn=_default_sigint,
         )
     try:
         deadline, waiting = time.monotonic() + 240, True
