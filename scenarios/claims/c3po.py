@@ -208,9 +208,13 @@ def _claim_2(of, agents, diagnostics):
     if missing := _missing(["c3po", "outcome"], agents):
         return _not_run(2, text, missing, paper)
     calls = {}
-    for line in diagnostics:
-        if line.get("stage") == "rl" and line.get("agent") in (agents["c3po"], agents["outcome"]):
-            calls.setdefault(line["agent"], []).append(int(line["calls"]))
+    runs = [
+        line
+        for line in diagnostics
+        if line.get("stage") == "rl" and line.get("agent") in (agents["c3po"], agents["outcome"])
+    ]
+    for line in sorted(runs, key=lambda line: line.get("seed", 0)):  # in seed order, not finish
+        calls.setdefault(line["agent"], []).append(int(line["calls"]))
     gap = difference(of("reference", "c3po"), of("reference", "outcome"))
     measured = {
         "accuracy": {role: _accuracy(of("reference", role)) for role in ("c3po", "outcome")},
