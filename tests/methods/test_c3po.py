@@ -561,3 +561,13 @@ def test_the_scenario_runs_end_to_end_at_a_tiny_scale_and_resumes(tmp_path):
     assert all(row["episodes"] == 3 for row in table)
     run_scenario(tiny, tmp_path)
     assert len((tmp_path / "diagnostics.jsonl").read_text().splitlines()) == len(lines)
+
+
+def test_claim_2_lists_environment_calls_in_seed_order_not_finishing_order(tmp_path):
+    run = synthetic_run(tmp_path)
+    run.diagnostics[:] = [
+        {"stage": "rl", "agent": "outcome RL", "seed": seed, "calls": 100 + seed}
+        for seed in (2, 0, 1)
+    ]
+    calls = check(run)[1]["measured"]["environment calls per seed"]
+    assert calls == {"outcome RL": [100, 101, 102]}
