@@ -320,7 +320,9 @@ def _run_unit(unit: Unit) -> tuple[list[Record], dict[str, Any]]:
     measured: dict[str, Any] = {}
     if unit.agent.train is not None:
         if checkpoint.exists():
-            agent.load(checkpoint)
+            # the scenario's acting settings (e.g. FISOR's candidates) over the saved ones
+            acting = getattr(agent, "acting_keys", ())
+            agent.load(checkpoint, **{k: v for k, v in kwargs.items() if k in acting})
         else:
             with timed() as timing:
                 agent.learn(unit.dataset, unit.agent.train.budget)

@@ -50,7 +50,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .offline import Batches, GaussianPolicy, Normaliser, OfflineAgent, mlp, safest_candidate
+from .offline import (
+    Batches,
+    GaussianPolicy,
+    Normaliser,
+    OfflineAgent,
+    check_candidates,
+    mlp,
+    safest_candidate,
+)
 
 H_UNSAFE = 25.0  # h where the step costs (FISOR's value)
 H_SAFE = -1.0  # h where it does not
@@ -119,8 +127,9 @@ class FISORLite(OfflineAgent):
     ``polyak`` (target-network step), ``reward_expectile`` and ``cost_expectile`` (τ of the two
     value regressions), ``reward_temperature``/``reward_clip`` and
     ``cost_temperature``/``cost_clip`` (the actor weights), ``candidates`` (1: the mean action;
-    more: the lowest-Q_h of the mean and samples). FISOR needs no cost threshold: the
-    constraint is "cost zero" throughout.
+    more: the lowest-Q_h of the mean and samples) and ``candidate_spread`` (the samples' share of
+    the actor's standard deviation); ``load`` takes new values of these two. FISOR needs no cost
+    threshold: the constraint is "cost zero" throughout.
 
     ``losses`` holds one value per update for ``reward_q``, ``reward_v``, ``cost_q``,
     ``cost_v`` and ``actor``; ``regions`` counts the steps played in ``feasible`` states
@@ -128,6 +137,7 @@ class FISORLite(OfflineAgent):
     """
 
     name = "fisor"
+    acting_keys = ("candidates", "candidate_spread")
 
     def __init__(
         self,
@@ -145,6 +155,7 @@ class FISORLite(OfflineAgent):
         cost_temperature: float = 5.0,
         cost_clip: float = 150.0,
         candidates: int = 1,
+        candidate_spread: float = 1.0,
     ):
         for key, value, low, high in (
             ("gamma", gamma, 0.0, 1.0),
@@ -154,9 +165,9 @@ class FISORLite(OfflineAgent):
         ):
             if not low < value < high:
                 raise ValueError(f"{key} must lie in ({low}, {high}), got {value!r}")
-        for key, value in (("batch_size", batch_size), ("candidates", candidates)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{key} must be a positive int, got {value!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        check_candidates(candidates, candidate_spread)
         for key, value in (
             ("lr", lr),
             ("reward_temperature", reward_temperature),
@@ -181,6 +192,7 @@ class FISORLite(OfflineAgent):
             cost_temperature=cost_temperature,
             cost_clip=cost_clip,
             candidates=candidates,
+            candidate_spread=candidate_spread,
         )
         self.losses: dict[str, list[float]] = {
             key: [] for key in ("reward_q", "reward_v", "cost_q", "cost_v", "actor")
@@ -287,5 +299,6 @@ class FISORLite(OfflineAgent):
             self.config["candidates"],
             lambda actions: m["cost_q"](state.expand(len(actions), -1), actions).max(0).values,
             generator,
+            self.config.get("candidate_spread", 1.0),
         )
         return action.numpy()

@@ -147,10 +147,14 @@ class GaussianPolicy(nn.Module):
     def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self._moments(obs)[0])
 
-    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    def sample(
+        self, obs: torch.Tensor, generator: torch.Generator | None = None, spread: float = 1.0
+    ) -> torch.Tensor:
+        """Actions drawn from the Gaussian with its standard deviation times ``spread`` (1: the
+        policy itself; below 1, closer to its mean, as sampling at a lower temperature)."""
         mean, log_std = self._moments(obs)
         noise = torch.randn(mean.shape, generator=generator)
-        return torch.tanh(mean + log_std.exp() * noise)
+        return torch.tanh(mean + spread * log_std.exp() * noise)
 
     def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         mean, log_std = self._moments(obs)
@@ -167,15 +171,31 @@ def safest_candidate(
     candidates: int,
     cost_value: Callable[[torch.Tensor], torch.Tensor],
     generator: torch.Generator,
+    spread: float = 1.0,
 ) -> torch.Tensor:
     """The action FISOR's and SDQC's rule plays in one ``state`` (a (1, d) row): of the
-    policy's mean action and ``candidates`` − 1 samples, the one whose ``cost_value`` (Q_h of
-    the candidate actions, one per row) is lowest; with one candidate, the mean action."""
+    policy's mean action and ``candidates`` − 1 samples (drawn at ``spread`` times its standard
+    deviation), the one whose ``cost_value`` (Q_h of the candidate actions, one per row) is
+    lowest; with one candidate, the mean action."""
     mean = policy.mean_action(state)
     if candidates == 1:
         return mean[0]
-    actions = torch.cat([mean, policy.sample(state.expand(candidates - 1, -1), generator)])
+    samples = policy.sample(state.expand(candidates - 1, -1), generator, spread)
+    actions = torch.cat([mean, samples])
     return actions[int(cost_value(actions).argmin())]
+
+
+def check_candidates(candidates: Any, candidate_spread: Any) -> None:
+    """Raises ``ValueError`` unless ``candidates`` is a positive int and ``candidate_spread`` a
+    positive number (the settings of :func:`safest_candidate`)."""
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    if (
+        isinstance(candidate_spread, bool)
+        or not isinstance(candidate_spread, int | float)
+        or not candidate_spread > 0
+    ):
+        raise ValueError(f"candidate_spread must be a positive number, got {candidate_spread!r}")
 
 
 class Normaliser(nn.Module):
@@ -209,6 +229,9 @@ class OfflineAgent:
     # before playing: CDT). The DSRL experiment (omnigym.evaluators.dsrl_experiment) trains and
     # plays by it.
     target_cost_use: str | None = None
+    # Settings that change how a trained agent acts, not what it learns: ``load`` takes new
+    # values for them (``agent.load(folder, candidates=16)``) over those saved with the weights.
+    acting_keys: tuple[str, ...] = ()
 
     def __init__(self, env: Any = None, seed: int = 0, **config: Any):
         self.env = env
@@ -234,6 +257,11 @@ class OfflineAgent:
 
     def policy_action(self, obs: torch.Tensor) -> np.ndarray:
         raise NotImplementedError
+
+    def check_acting(self) -> None:
+        """Raises ``ValueError`` when an acting setting of ``config`` is out of range."""
+        if "candidates" in self.acting_keys:
+            check_candidates(self.config["candidates"], self.config.get("candidate_spread", 1.0))
 
     # ---- protocol ---------------------------------------------------------------------------
 
@@ -289,13 +317,21 @@ class OfflineAgent:
         (folder / CONFIG_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
         return folder
 
-    def load(self, path: str | os.PathLike) -> OfflineAgent:
-        """Rebuilds the networks of a ``save``d folder and reads their weights."""
+    def load(self, path: str | os.PathLike, **acting: Any) -> OfflineAgent:
+        """Rebuilds the networks of a ``save``d folder and reads their weights; ``acting``
+        (keys of ``acting_keys``) replaces the saved acting settings."""
+        unknown = sorted(set(acting) - set(self.acting_keys))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}.load() takes acting settings {list(self.acting_keys)}, "
+                f"not {unknown}"
+            )
         folder = Path(path)
         record = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         if record["agent"] != self.name:
             raise ValueError(f"{folder} holds a {record['agent']} agent, not {self.name}")
-        self.config = dict(record["config"])
+        self.config = {**record["config"], **acting}
+        self.check_acting()
         self.seed = int(record["seed"])
         self.updates = int(record["updates"])
         self.dims = tuple(record["dims"])

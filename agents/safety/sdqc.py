@@ -70,7 +70,15 @@ from torch import nn
 
 from . import fisor
 from .fisor import expectile_loss
-from .offline import Batches, GaussianPolicy, Normaliser, OfflineAgent, mlp, safest_candidate
+from .offline import (
+    Batches,
+    GaussianPolicy,
+    Normaliser,
+    OfflineAgent,
+    check_candidates,
+    mlp,
+    safest_candidate,
+)
 
 DEFAULT_BUDGET = 7_000
 REWARD_WEIGHT_CLIP, COST_WEIGHT_CLIP = 100.0, 150.0
@@ -261,7 +269,9 @@ class SDQC(OfflineAgent):
     ``expectile_r``, ``expectile_h_low``, ``expectile_h_up``, ``iota_r``, ``iota_h``,
     ``iota_to`` (policy temperatures), ``batch_size``, ``lr``, ``tau`` (target update rate),
     ``behaviour_fraction`` (share of the budget spent pre-training the CVAE), ``candidates``
-    (1: the active policy's mean action; more: the lowest-Q_h of its mean and samples).
+    (1: the active policy's mean action; more: the lowest-Q_h of its mean and samples) and
+    ``candidate_spread`` (the samples' share of the policy's standard deviation); ``load``
+    takes new values of these two.
 
     ``losses`` keeps one entry per update of every loss: ``behaviour`` (CVAE, its updates
     only), ``v_r``, ``q_r``, ``v_h_low``, ``v_h_up``, ``q_h``, ``contrastive_r`` and
@@ -271,6 +281,7 @@ class SDQC(OfflineAgent):
     """
 
     name = "sdqc"
+    acting_keys = ("candidates", "candidate_spread")
 
     def __init__(
         self,
@@ -300,6 +311,7 @@ class SDQC(OfflineAgent):
         tau: float = 0.005,
         behaviour_fraction: float = 0.1,
         candidates: int = 1,
+        candidate_spread: float = 1.0,
     ):
         if encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
@@ -321,12 +333,12 @@ class SDQC(OfflineAgent):
             "expectile_h_up": expectile_h_low <= expectile_h_up < 1,
             "batch_size": isinstance(batch_size, int) and batch_size >= contrast_batch,
             "behaviour_fraction": 0 <= behaviour_fraction < 1,
-            "candidates": isinstance(candidates, int) and candidates >= 1,
             "heads": isinstance(heads, int) and heads >= 1 and token_dim % heads == 0,
         }
         for key, ok in checks.items():
             if not ok:
                 raise ValueError(f"{key} is out of range: {locals()[key]!r}")
+        check_candidates(candidates, candidate_spread)
         super().__init__(
             env,
             seed,
@@ -354,6 +366,7 @@ class SDQC(OfflineAgent):
             tau=float(tau),
             behaviour_fraction=float(behaviour_fraction),
             candidates=candidates,
+            candidate_spread=candidate_spread,
         )
         self.losses: dict[str, list[float]] = {}
         self.regions: Counter[str] = Counter()
@@ -557,6 +570,7 @@ class SDQC(OfflineAgent):
             n,
             lambda actions: self.q_cost(z_h.expand(len(actions), -1), actions),
             generator,
+            self.config.get("candidate_spread", 1.0),
         )
         return action.numpy()
 

@@ -140,10 +140,35 @@ def test_with_candidates_the_sampled_choice_is_seeded_and_never_less_safe_than_t
         )
 
 
+def test_load_takes_new_acting_settings_and_refuses_others(tmp_path, point_goal_data):
+    FISORLite(seed=2, **SMALL).learn(point_goal_data, budget=5).save(tmp_path / "fisor")
+    agent = FISORLite().load(tmp_path / "fisor", candidates=16, candidate_spread=0.3)
+    assert (agent.config["candidates"], agent.config["candidate_spread"]) == (16, 0.3)
+    assert FISORLite().load(tmp_path / "fisor").config["candidates"] == 1  # as saved
+    with pytest.raises(ValueError, match="hidden"):
+        FISORLite().load(tmp_path / "fisor", hidden=[8])  # what it learned is not an acting setting
+    with pytest.raises(ValueError, match="candidate_spread"):
+        FISORLite().load(tmp_path / "fisor", candidates=4, candidate_spread=0.0)
+
+
+def test_a_narrower_spread_keeps_the_candidates_nearer_the_mean(point_goal_data):
+    actor = FISORLite(seed=3, **SMALL).learn(point_goal_data, budget=5).modules["actor"]
+    state = torch.zeros((256, point_goal_data["observations"].shape[1]))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        mean = actor.mean_action(state)
+        gaps = {
+            spread: (actor.sample(state, generator, spread) - mean).abs().mean().item()
+            for spread in (1.0, 0.3, 1e-6)
+        }
+    assert gaps[1e-6] < 1e-5 < gaps[0.3] < gaps[1.0]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
         ({"gamma": 1.0}, "gamma"),
+        ({"candidate_spread": -0.5}, "candidate_spread"),
         ({"cost_expectile": 0.0}, "cost_expectile"),
         ({"candidates": 0}, "candidates"),
         ({"batch_size": 2.5}, "batch_size"),
