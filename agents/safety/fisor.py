@@ -299,6 +299,6 @@ class FISORLite(OfflineAgent):
             self.config["candidates"],
             lambda actions: m["cost_q"](state.expand(len(actions), -1), actions).max(0).values,
             generator,
-            self.config.get("candidate_spread", 1.0),
+            self.config["candidate_spread"],
         )
         return action.numpy()

@@ -261,7 +261,7 @@ class OfflineAgent:
     def check_acting(self) -> None:
         """Raises ``ValueError`` when an acting setting of ``config`` is out of range."""
         if "candidates" in self.acting_keys:
-            check_candidates(self.config["candidates"], self.config.get("candidate_spread", 1.0))
+            check_candidates(self.config["candidates"], self.config["candidate_spread"])
 
     # ---- protocol ---------------------------------------------------------------------------
 
@@ -330,7 +330,9 @@ class OfflineAgent:
         record = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         if record["agent"] != self.name:
             raise ValueError(f"{folder} holds a {record['agent']} agent, not {self.name}")
-        self.config = {**record["config"], **acting}
+        # an acting setting the checkpoint predates keeps this agent's (constructor) value
+        kept = {k: self.config[k] for k in self.acting_keys if k in self.config}
+        self.config = {**kept, **record["config"], **acting}
         self.check_acting()
         self.seed = int(record["seed"])
         self.updates = int(record["updates"])

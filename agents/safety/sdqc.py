@@ -570,7 +570,7 @@ class SDQC(OfflineAgent):
             n,
             lambda actions: self.q_cost(z_h.expand(len(actions), -1), actions),
             generator,
-            self.config.get("candidate_spread", 1.0),
+            self.config["candidate_spread"],
         )
         return action.numpy()
 

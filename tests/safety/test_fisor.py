@@ -1,5 +1,7 @@
 """FISOR-lite: the feasibility target, the switched weights, safe action choice, checkpoints."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from omnigym.agents.safety.fisor import (
 )
 
 SMALL = {"hidden": [32, 32], "batch_size": 64, "lr": 1e-3}
+GOAL = "Safe/PointGoal1-v0"
 
 
 def costly_region_data(n=2000, seed=0):
@@ -149,6 +152,50 @@ def test_load_takes_new_acting_settings_and_refuses_others(tmp_path, point_goal_
         FISORLite().load(tmp_path / "fisor", hidden=[8])  # what it learned is not an acting setting
     with pytest.raises(ValueError, match="candidate_spread"):
         FISORLite().load(tmp_path / "fisor", candidates=4, candidate_spread=0.0)
+    # a checkpoint saved before candidate_spread existed plays the agent's own value
+    config = tmp_path / "fisor" / "config.json"
+    record = json.loads(config.read_text())
+    del record["config"]["candidate_spread"]
+    config.write_text(json.dumps(record))
+    assert FISORLite().load(tmp_path / "fisor").config["candidate_spread"] == 1.0
+
+
+def test_the_dsrl_experiment_plays_a_checkpoint_with_the_scenarios_acting_settings(
+    tmp_path, point_goal_data, monkeypatch
+):
+    from omnigym.evaluators import dsrl_experiment
+    from omnigym.scenario import AgentEntry
+
+    FISORLite(seed=0, **SMALL).learn(point_goal_data, budget=3).save(tmp_path / "fisor")
+    made, make_agent = [], dsrl_experiment.make_agent
+
+    def spy(*args, **kwargs):
+        made.append(make_agent(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(dsrl_experiment, "make_agent", spy)
+    entry = AgentEntry(
+        name="fisor",
+        label="FISOR",
+        kwargs={"candidates": 16, "candidate_spread": 0.3},
+        train={"budget": 3},
+    )
+    play = dsrl_experiment.Play(env_id=GOAL, target_cost=3.0, label="FISOR")
+    unit = dsrl_experiment.Unit(
+        task=GOAL,
+        agent=entry,
+        seed=0,
+        train_cost=None,
+        use=None,
+        plays=(play,),
+        checkpoint=str(tmp_path / "fisor"),
+        episodes=1,
+        knn=False,
+    )
+    records, _ = dsrl_experiment._run_unit(unit)
+    assert len(records) == 1
+    assert (made[0].config["candidates"], made[0].config["candidate_spread"]) == (16, 0.3)
+    assert made[0].updates == 3  # loaded, not retrained
 
 
 def test_a_narrower_spread_keeps_the_candidates_nearer_the_mean(point_goal_data):
