@@ -306,9 +306,9 @@ class BCAgent:
         """Read a folder of :meth:`save` (weights with ``weights_only=True``); returns self."""
         lm, settings = load_checkpoint(path, trainable=True)
         self.config = BCConfig.from_dict(settings["config"])
-        self.policy = LMPolicy(
-            model=lm, seed=self.seed, single_thread=self.single_thread, **settings["policy"]
-        )
+        # A checkpoint saved before the history window read its transcript without one.
+        acting = {"history_lines": None, **settings["policy"]}
+        self.policy = LMPolicy(model=lm, seed=self.seed, single_thread=self.single_thread, **acting)
         self.env_id = self.policy.env_id
         self.updates = int(settings["updates"])
         self.episodes_trained = int(settings["episodes_trained"])

@@ -66,17 +66,7 @@ def completion_token_scores(
 def greedy_actions(policy: LMPolicy, examples: Sequence[Example]) -> list[str]:
     """The policy's greedy action on each example's observation (its legal actions listed as
     in the dataset turn)."""
-    greedy = LMPolicy(
-        model=policy.lm,
-        env_id=policy.env_id,
-        constrained=policy.constrained,
-        temperature=0.0,
-        max_new_tokens=policy.max_new_tokens,
-        max_prompt_tokens=policy.max_prompt_tokens,
-        instructions=policy.format.instructions,
-        batch_size=policy.batch_size,
-        single_thread=policy.single_thread,
-    )
+    greedy = policy.variant(temperature=0.0, batch_size=policy.batch_size)
     # The examples share their task's list of legal actions where it is one object (Wordle's
     # guesses), so the policy builds its prefix tree once.
     infos = [

@@ -460,15 +460,12 @@ class MCReturnsAgent:
         """The BC model sampling candidates (unconstrained, at ``proposal_temperature``)."""
         if self._proposal is None:
             policy = self._require_policy()
-            self._proposal = LMPolicy(
-                model=policy.lm,
-                env_id=policy.env_id,
+            self._proposal = policy.variant(
                 constrained=False,
                 temperature=self.config.proposal_temperature,
-                max_new_tokens=policy.max_new_tokens,
-                max_prompt_tokens=policy.max_prompt_tokens,
                 batch_size=self.config.candidates,
                 seed=self.seed + 1,
+                single_thread=True,
             )
         return self._proposal
 

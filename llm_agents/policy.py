@@ -16,6 +16,13 @@ lets them write the next utterance (``docs/lmrl.md``):
   a 100-move maze transcript is not re-tokenised whole at every turn), so the instructions
   always survive and training (:mod:`omnigym.llm_agents.data`) and play see the same token
   ids. The completion is the action's tokens and the end-of-sequence token.
+- **History window** (``history_lines``). Before the token cut, the transcript may be cut to
+  its last lines (one message a line): LMRL-Gym's policies read the last 256 GPT-2 tokens of
+  the maze transcript, about 8 turns of the fully observed maze and 20 of the partially
+  observed one, while a tiny model's task-trained tokenizer packs a whole maze message into
+  one token, so a token budget alone would show it 32 turns or more. The task's
+  :class:`TaskPrompt` gives the window (``envs/lmrl/registry.yaml``: 16 and 40 lines on the
+  mazes, none elsewhere); ``history_lines=None`` lifts it.
 - **Constrained decoding** (``constrained=True``, the default) where the env lists
   ``info["legal_actions"]`` (Maze, Text-Nav, Chess, Endgames; Wordle and the question games on
   request): up to ``enumerate_limit`` legal actions are each scored by their log-likelihood
@@ -83,6 +90,8 @@ MEMORY_LIMIT = 8 * 2**30
 DEFAULT_CONTEXT = 1024
 """Prompt plus new tokens when the model allows more (SmolLM2 has 8,192 positions)."""
 STOP = "\n"
+TASK_WINDOW = "task"
+"""``LMPolicy(history_lines=TASK_WINDOW)``: the task's window (:attr:`TaskPrompt.history_lines`)."""
 SENTINEL = "\x00OBSERVATION\x00"
 ENUMERATE_LIMIT = 64
 """Legal-action sets up to this size are scored whole; larger ones go through the prefix tree."""
@@ -93,10 +102,13 @@ ENUMERATE_LIMIT = 64
 
 @dataclass(frozen=True)
 class TaskPrompt:
-    """What a task tells the model, and how many tokens its longest usual action needs."""
+    """What a task tells the model, how many tokens its longest usual action needs, and how
+    many last lines of the transcript a prompt holds (None: as many as ``max_prompt_tokens``
+    allows)."""
 
     instructions: str
     max_new_tokens: int
+    history_lines: int | None = None
 
 
 GENERIC = TaskPrompt("Write your next message, on one line.", 32)
@@ -138,8 +150,8 @@ class PromptFormat:
     ``encode(observation)`` is the prompt: the head (instructions and, for chat models, the
     template up to the user's message), the observation's last tokens, then the tail (``"\\n"``,
     or the template's end of the user message and start of the assistant's); at most
-    ``max_prompt_tokens`` ids. ``completion(action)`` is the action's ids and the
-    end-of-sequence id.
+    ``max_prompt_tokens`` ids, taken from its last ``history_lines`` lines when that is set.
+    ``completion(action)`` is the action's ids and the end-of-sequence id.
     """
 
     def __init__(
@@ -148,10 +160,14 @@ class PromptFormat:
         env_id: str | None,
         max_prompt_tokens: int,
         instructions: bool = True,
+        history_lines: int | None = None,
     ):
         self.tokenizer = tokenizer
         self.env_id = env_id
         self.instructions = instructions
+        self.history_lines = (
+            None if history_lines is None else _positive_int("history_lines", history_lines)
+        )
         text = task_prompt(env_id).instructions
         if getattr(tokenizer, "chat_template", None):
             messages = [{"role": "user", "content": SENTINEL}]
@@ -182,7 +198,10 @@ class PromptFormat:
     def last_tokens(self, observation: str) -> list[int]:
         """The observation's last ``budget`` tokens, taken from the shortest suffix of whole
         lines (searched with a doubling window of characters) that has that many, or from the
-        whole observation."""
+        whole observation (its last ``history_lines`` lines when that is set)."""
+        if self.history_lines is not None:
+            lines = observation.rsplit("\n", self.history_lines)
+            observation = "\n".join(lines[-self.history_lines :])
         window = 4 * self.budget
         while True:
             start = observation.rfind("\n", 0, max(len(observation) - window, 0)) + 1
@@ -287,6 +306,9 @@ class LMPolicy:
             minus ``max_new_tokens``).
         instructions: put the task's instructions in the prompt (default: for every model but
             a tiny one, which is trained from scratch and so learns nothing from them).
+        history_lines: the most last lines of the transcript a prompt holds, None for no
+            limit but ``max_prompt_tokens``; default ``TASK_WINDOW``, the task's window (module
+            docstring), or a checkpoint's setting (none for one saved before the window).
         batch_size: prompts per ``generate`` call and candidates per scoring pass.
         enumerate_limit: the most legal actions scored one by one; a larger list is decoded
             through its prefix tree (module docstring).
@@ -309,6 +331,7 @@ class LMPolicy:
         max_new_tokens: int | None = None,
         max_prompt_tokens: int | None = None,
         instructions: bool | None = None,
+        history_lines: int | None | str = TASK_WINDOW,
         batch_size: int = 8,
         enumerate_limit: int = ENUMERATE_LIMIT,
         memory_limit: int = MEMORY_LIMIT,
@@ -348,6 +371,10 @@ class LMPolicy:
             min(self.lm.context, DEFAULT_CONTEXT) - self.max_new_tokens,
         )
         instructions = setting(instructions, "instructions", self.lm.base != TINY)
+        if history_lines == TASK_WINDOW:
+            # A checkpoint saved before the window existed read its transcript without one.
+            task_window = None if saved else task_prompt(self.env_id).history_lines
+            history_lines = saved.get("history_lines", task_window)
         check_inference_budget(
             self.lm, batch_size, self.max_new_tokens, max_prompt_tokens, memory_limit
         )
@@ -355,7 +382,7 @@ class LMPolicy:
         self.enumerate_limit = _positive_int("enumerate_limit", enumerate_limit)
         self._tries: dict[int, tuple[Sequence[str], ActionTrie]] = {}
         self.format = PromptFormat(
-            self.lm.tokenizer, self.env_id, max_prompt_tokens, bool(instructions)
+            self.lm.tokenizer, self.env_id, max_prompt_tokens, bool(instructions), history_lines
         )
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)
@@ -373,7 +400,15 @@ class LMPolicy:
             "max_new_tokens": self.max_new_tokens,
             "max_prompt_tokens": self.max_prompt_tokens,
             "instructions": self.format.instructions,
+            "history_lines": self.format.history_lines,
         }
+
+    def variant(self, **changes: Any) -> LMPolicy:
+        """A policy over the same model and prompt (task, token budget, history window,
+        instructions) with ``changes`` to its other arguments (decoding, batch size, seed)."""
+        return LMPolicy(
+            **{"model": self.lm, "single_thread": self.single_thread, **self.settings(), **changes}
+        )
 
     def reset(self, seed: int | None = None) -> None:
         self._rng = np.random.default_rng(self.seed if seed is None else seed)

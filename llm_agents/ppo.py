@@ -505,15 +505,12 @@ class PPOAgent:
         """The policy sampling lines at temperature 1 (unconstrained) during rollouts."""
         if self._sampler is None:
             policy = self.policy
-            self._sampler = LMPolicy(
-                model=policy.lm,
-                env_id=policy.env_id,
+            self._sampler = policy.variant(
                 constrained=False,
                 temperature=1.0,
-                max_new_tokens=policy.max_new_tokens,
-                max_prompt_tokens=policy.max_prompt_tokens,
                 batch_size=self.config.envs,
                 seed=int(self._rng.integers(2**31 - 1)),
+                single_thread=True,
             )
         return self._sampler
 

@@ -3,6 +3,7 @@ BC-trained tiny policy beats the untrained one on Maze (measured with the evalua
 trains on LMRL's filtered episodes, training leaves the global generators alone, and a saved
 agent reloads (also as lm:/path) with identical actions."""
 
+import json
 import random
 
 import numpy as np
@@ -108,6 +109,18 @@ def test_save_and_load_give_identical_actions(trained, tmp_path):
             np.testing.assert_array_equal(got, expected)
         assert loaded.act(observation, info) == by_name.act(observation, info)
         assert loaded.act(observation, info) == agent.act(observation, info)
+
+
+def test_a_checkpoint_saved_before_the_history_window_loads_without_one(trained, tmp_path):
+    agent, _ = trained
+    assert agent.policy.settings()["history_lines"] == 16  # the maze's window, saved
+    agent.save(tmp_path / "bc")
+    record = tmp_path / "bc" / "omnigym_lm.json"
+    saved = json.loads(record.read_text())
+    del saved["settings"]["policy"]["history_lines"]
+    record.write_text(json.dumps(saved))
+    for loaded in (BCAgent().load(tmp_path / "bc").policy, LMPolicy(model=tmp_path / "bc")):
+        assert loaded.format.history_lines is None
 
 
 def test_acting_before_training_is_an_error():

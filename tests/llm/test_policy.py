@@ -76,6 +76,33 @@ def test_prompt_keeps_the_instructions_and_cuts_the_transcript_from_the_left(maz
         PromptFormat(tokenizer, MAZE, max_prompt_tokens=len(prompt.head), instructions=True)
 
 
+def test_the_prompt_holds_the_tasks_window_of_transcript_lines(maze_policy):
+    # LMRL-Gym's 256 GPT-2 tokens hold about 8 maze turns; the tiny tokenizer packs a maze
+    # message into one token, so the window is counted in lines (registry.yaml).
+    assert task_prompt(MAZE).history_lines == 16
+    assert task_prompt("LMRL/TextNavFO-v0").history_lines is None
+    assert maze_policy.format.history_lines == maze_policy.settings()["history_lines"] == 16
+    env = omnigym.make(MAZE)
+    observation, _ = env.reset(seed=0)
+    for move in ["move up", "move left"] * 20:
+        observation, *_ = env.step(move)
+    lines = observation.split("\n")
+    assert len(lines) > 64
+    unlimited = maze_policy.variant(history_lines=None).format.encode
+    window = maze_policy.format.encode(observation)
+    assert window == unlimited("\n".join(lines[-16:]))
+    assert len(window) < len(unlimited(observation)) == 64
+    with pytest.raises(ValueError, match="history_lines"):
+        maze_policy.variant(history_lines=0)
+
+
+def test_a_variant_keeps_the_model_and_the_prompt(maze_policy):
+    sampler = maze_policy.variant(temperature=1.0, constrained=False, batch_size=3, seed=5)
+    assert sampler.lm is maze_policy.lm and sampler.batch_size == 3
+    changed = {"temperature": 1.0, "constrained": False}
+    assert sampler.settings() == {**maze_policy.settings(), **changed}
+
+
 def test_a_tiny_model_reads_no_instructions_by_default(maze_policy):
     assert maze_policy.format.head == [] and not maze_policy.settings()["instructions"]
     assert maze_policy.format.completion("move up")[-1] == maze_policy.lm.tokenizer.eos_token_id
