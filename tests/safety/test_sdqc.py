@@ -199,7 +199,7 @@ def test_bad_arguments_are_named(point_goal_data):
     [((-2.0, -1.0), "pi_r"), ((-1.0, 1.0), "pi_to"), ((1.0, 2.0), "pi_h")],
 )
 def test_acting_follows_the_policy_the_bounds_pick(point_goal_data, bounds, policy):
-    agent = small_agent(candidates=1).learn(point_goal_data, budget=2)
+    agent = small_agent(candidates=1, q_guard=False).learn(point_goal_data, budget=2)
     head = agent.modules["v_h"][-1]
     with torch.no_grad():
         head.weight.zero_()
@@ -211,8 +211,35 @@ def test_acting_follows_the_policy_the_bounds_pick(point_goal_data, bounds, poli
     assert np.allclose(agent.act(obs[0].numpy(), {}), expected)
 
 
+@pytest.mark.parametrize(("q_h", "played"), [(-5.0, "pi_r"), (5.0, "pi_h_guard")])
+def test_the_guard_plays_pi_h_where_the_chosen_action_would_violate(point_goal_data, q_h, played):
+    agent = small_agent(candidates=1).learn(point_goal_data, budget=2)
+    with torch.no_grad():
+        head = agent.modules["v_h"][-1]  # bounds in π_r's region
+        head.weight.zero_()
+        head.bias.copy_(torch.tensor([-2.0, -1.0]))
+        for q_head in agent.modules["q_h"].heads:  # every action's Q_h = q_h
+            q_head[-1].weight.zero_()
+            q_head[-1].bias.fill_(q_h)
+        obs = torch.as_tensor(point_goal_data["observations"][:1])
+        z_r, z_h = agent.encode(obs)
+        policy, z = ("pi_r", z_r) if played == "pi_r" else ("pi_h", z_h)
+        expected = agent.modules[policy].mean_action(z)[0].numpy()
+    agent.regions.clear()
+    assert np.allclose(agent.act(obs[0].numpy(), {}), expected)
+    assert dict(agent.regions) == {played: 1}
+
+
+def test_the_guard_is_an_acting_setting(point_goal_data, tmp_path):
+    with pytest.raises(ValueError, match="q_guard"):
+        small_agent(q_guard=1)
+    small_agent(candidates=1).learn(point_goal_data, budget=2).save(tmp_path / "sdqc")
+    loaded = small_agent().load(tmp_path / "sdqc", q_guard=False)
+    assert loaded.config["q_guard"] is False
+
+
 def test_the_safest_of_the_candidates_is_taken(point_goal_data):
-    agent = small_agent(candidates=16).learn(point_goal_data, budget=20)
+    agent = small_agent(candidates=16, q_guard=False).learn(point_goal_data, budget=20)
     agent.reset(0)
     with torch.no_grad():
         obs = torch.as_tensor(point_goal_data["observations"][:1])
