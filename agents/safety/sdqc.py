@@ -59,9 +59,9 @@ Departures from the paper, and why:
 - ``q_guard`` is this project's addition. The regions come from V_h, an expectile over the
   data's actions, so π_r keeps a state the data never shows (on CarCircle1: driving straight at
   the boundary at full speed, V_h^low = −1.0 at x = 1.32) until V_h jumps at the wall; Q_h of
-  the action π_r chose says so earlier. Measured over the 11 level-1 tasks (seed 0, strict
-  protocol, ``docs/safety.md``): average normalized cost 2.61 → 1.36 (CarCircle1 26.9 → 13.4)
-  at the same reward (0.191 → 0.197).
+  the action π_r chose says so earlier. Measured over the 11 level-1 tasks and 3 seeds (strict
+  protocol, ``docs/safety.md``): average normalized cost 2.58 → 1.60 (CarCircle1 19.9 → 10.1)
+  at the same reward (0.21).
 """
 
 from __future__ import annotations
