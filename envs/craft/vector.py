@@ -24,7 +24,8 @@ of single Luanti envs instead, each with its own server (``luanti.env.luanti_vec
 
 Departures, for speed: v0 steps the worlds in a tight Python loop over their ``CraftSim``s, not
 in one kernel call for all worlds (physics, digging and rules are per-world
-Python around small Numba kernels; a batched kernel would duplicate them). ``info`` carries
+Python around small Numba kernels; a batched kernel would duplicate them); ``workers=k`` runs
+``k`` such loops in as many processes (``vector_workers``). ``info`` carries
 ``player_pos``, ``player_vel``, ``player_pitch``, ``player_yaw`` and ``mt_dtime`` on every step
 (and OpenWorld's ``achievements``), ``voxel_obs`` only with ``enable_voxel_obs=True`` (the single
 env's all-zero placeholder would cost 423 kB per world per step here), and not the per-step
@@ -54,6 +55,44 @@ from omnigym.envs.craft.env import BACKENDS, CraftEnv, as_rgb
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 STEP_INFO_KEYS = ("player_pos", "player_vel", "player_pitch", "player_yaw", "mt_dtime")
 """Info keys every world has on every step (``voxel_obs`` too, when enabled)."""
+
+
+def check_vector_args(num_envs: Any, autoreset_mode: Any, copy: Any, render_mode: Any):
+    """Checks the batch's own arguments; returns the ``AutoresetMode`` (``None``: NEXT_STEP)."""
+    if not isinstance(num_envs, numbers.Integral) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    try:
+        mode = AutoresetMode(AutoresetMode.NEXT_STEP if autoreset_mode is None else autoreset_mode)
+    except ValueError:
+        mode = None
+    if mode not in AUTORESET_MODES:
+        raise ValueError(
+            f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]}, "
+            f"got {autoreset_mode!r}"
+        )
+    if not isinstance(copy, bool):
+        raise ValueError(f"copy must be a bool, got {copy!r}")
+    if render_mode not in (None, "rgb_array"):
+        raise ValueError(f"render_mode must be None or one of ['rgb_array'], got {render_mode!r}")
+    return mode
+
+
+def check_actions(actions: Any, num_envs: int, space: spaces.Space, task_id: str) -> np.ndarray:
+    """``actions`` as an array of ``num_envs`` indices of ``space`` (``MultiDiscrete``), or a
+    ``ValueError`` naming the space and the value."""
+    indices = np.asarray(actions)
+    n = int(space.nvec[0])
+    if (
+        indices.shape != (num_envs,)
+        or indices.dtype.kind not in "iu"
+        or not bool(np.all((indices >= 0) & (indices < n)))
+    ):
+        value = indices.tolist() if indices.dtype != object else actions
+        raise ValueError(
+            f"actions {value!r} are outside {space} of {task_id}: "
+            f"expected {num_envs} integer indices in [0, {n})"
+        )
+    return indices
 
 
 class CraftVectorEnv(VectorEnv):
@@ -96,6 +135,11 @@ class CraftVectorEnv(VectorEnv):
       step into the same arrays (faster; the previous batch is overwritten).
     - ``render_threads``: threads drawing the frames of one step, the caller's included
       (default 1).
+    - ``workers``: processes stepping the worlds, this one included (default 1). With ``k > 1``
+      the worlds are cut into ``k`` shares stepped at the same time, on ``k`` cores, and the
+      result is a ``vector_workers.CraftWorkerVectorEnv`` with the same spaces, batches and
+      arguments; ``1 < k <= num_envs``. Each extra process is a fresh interpreter (a second
+      or two to start) that ends with this one.
     - ``render_mode``: None or ``"rgb_array"``: ``render()`` returns one frame per world.
     - ``max_episode_steps``: Gymnasium's name for ``max_timesteps`` (``make_vec`` passes it
       when the id's ``EnvSpec`` sets one).
@@ -106,10 +150,20 @@ class CraftVectorEnv(VectorEnv):
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __new__(cls, task: str = "ChopTree", num_envs: int = 1, **kwargs: Any):
+        workers = kwargs.get("workers", 1)
         if kwargs.get("backend") in BACKENDS[1:]:
+            if workers != 1:
+                raise ValueError(
+                    f"workers={workers!r} is for the embedded engine; Luanti's worlds each "
+                    "have a server process of their own"
+                )
             from omnigym.envs.craft.luanti.env import luanti_vector_env
 
             return luanti_vector_env(task, num_envs, **kwargs)
+        if workers != 1:
+            from omnigym.envs.craft.vector_workers import CraftWorkerVectorEnv
+
+            return CraftWorkerVectorEnv(task, num_envs, **kwargs)
         return super().__new__(cls)
 
     def __init__(
@@ -124,32 +178,16 @@ class CraftVectorEnv(VectorEnv):
         render_threads: int = 1,
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
+        workers: int = 1,
         **env_kwargs: Any,
     ):
-        if not isinstance(num_envs, numbers.Integral) or isinstance(num_envs, bool) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        try:
-            mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            mode = None
-        if mode not in AUTORESET_MODES:
-            raise ValueError(
-                f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]}, "
-                f"got {autoreset_mode!r}"
-            )
-        if not isinstance(copy, bool):
-            raise ValueError(f"copy must be a bool, got {copy!r}")
+        mode = check_vector_args(num_envs, autoreset_mode, copy, render_mode)
         if (
             not isinstance(render_threads, numbers.Integral)
             or isinstance(render_threads, bool)
             or render_threads < 1
         ):
             raise ValueError(f"render_threads must be a positive int, got {render_threads!r}")
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
         if max_episode_steps is not None:
             if env_kwargs.get("max_timesteps", max_episode_steps) != max_episode_steps:
                 raise ValueError(
@@ -232,7 +270,7 @@ class CraftVectorEnv(VectorEnv):
         """Steps every world with its index of ``actions`` (shape ``(num_envs,)``)."""
         if not self._started:
             raise RuntimeError(f"{self.task_id}: call reset() before step()")
-        indices = self._check_actions(actions)
+        indices = check_actions(actions, self.num_envs, self.action_space, self.task_id)
         n = self.num_envs
         obs = self._new_observation() if self.copy else self._buffer
         rewards = np.zeros(n)
@@ -307,20 +345,13 @@ class CraftVectorEnv(VectorEnv):
 
     # ---- batch helpers ----------------------------------------------------------------------
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
-        indices = np.asarray(actions)
-        n = self.single_action_space.n
-        if (
-            indices.shape != (self.num_envs,)
-            or indices.dtype.kind not in "iu"
-            or not bool(np.all((indices >= 0) & (indices < n)))
-        ):
-            value = indices.tolist() if indices.dtype != object else actions
-            raise ValueError(
-                f"actions {value!r} are outside {self.action_space} of {self.task_id}: "
-                f"expected {self.num_envs} integer indices in [0, {n})"
-            )
-        return indices
+    def write_into(self, obs) -> None:
+        """Makes ``obs`` (arrays of the batch observation's shapes) the arrays that the next
+        ``reset`` and ``step`` write into, for an env made with ``copy=False`` (a worker of
+        ``vector_workers.CraftWorkerVectorEnv`` writing into shared memory)."""
+        if self.copy:
+            raise ValueError("write_into is for envs made with copy=False")
+        self._buffer = obs
 
     def _new_observation(self):
         space = self.observation_space
