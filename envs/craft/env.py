@@ -159,6 +159,9 @@ class CraftEnv(gym.Env):
         obs_mode: "rgb", "voxels" or "both".
         backend: "embedded" (default), or "luanti" / "minetest": the task in a Luanti server
             (``CraftEnv(...)`` then makes a ``luanti.env.LuantiCraftEnv``).
+        n_players: bodies in the world.
+        render_threads: threads drawing each frame, the caller's included (1); frames are
+            the same for any number.
         **engine_kwargs: Craftium's engine-process kwargs (``IGNORED_KWARGS``), ignored.
     """
 
@@ -193,6 +196,7 @@ class CraftEnv(gym.Env):
         obs_mode: str = "rgb",
         backend: str = "embedded",
         n_players: int = 1,
+        render_threads: int = 1,
         **engine_kwargs: Any,
     ):
         unknown = sorted(set(engine_kwargs) - set(IGNORED_KWARGS))
@@ -276,6 +280,7 @@ class CraftEnv(gym.Env):
             fov=float(fov),
             rgb=self.rgb_observations,
             gray_scale_keepdim=self.gray_scale_keepdim,
+            threads=_check_positive_int("render_threads", render_threads),
         )
         self.sim = CraftSim(
             self.task,
@@ -492,6 +497,8 @@ class CraftEnv(gym.Env):
         pygame.display.flip()
 
     def close(self):
+        if self.sim.renderer is not None:
+            self.sim.renderer.close()
         if self._window is not None:
             import pygame
 

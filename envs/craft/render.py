@@ -25,7 +25,8 @@ has passed above every column it can still cross (a horizon of 64 sectors of dir
 the eye, kept until the eye or a height changes) and the empty box above each group of 4 × 4
 columns, crossed in one move. It walks a row's rays before it shades them, so that shading
 pipelines across pixels. A block's face takes the light of the cell the ray crossed it from.
-``batch.FrameBatch`` draws the frames of many worlds with the same kernel on several threads.
+``batch.FrameBatch`` draws the frames of many worlds with the same kernel on several threads;
+``RenderOptions.threads`` draws one frame's bands of rows on several.
 
 Everything here works on plain arrays (a ``uint16`` content grid indexed ``[x, y, z]``, y up, a
 colour and a visibility table per content id), so the renderer does not depend on the engine.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +56,11 @@ FACE_SHADE_X = 0.670820
 FACE_SHADE_Z = 0.836660
 LIGHT_CURVE = 0.8 ** (LIGHT_MAX - np.arange(LIGHT_MAX + 1, dtype=np.float64))
 """Brightness factor per node light level 0–15 (level 15 is full brightness)."""
+
+BANDS_PER_THREAD = 4
+"""Bands of rows per drawing thread: the sky and the ground cost differently, so each thread
+takes several bands spread over the frame (8 bands on 2 threads drew OpenWorld's 320 × 180
+frames ~15 % faster than 2 bands)."""
 
 ENTITY_BOX_FIELDS = ("cx", "cy", "cz", "hx", "hy", "hz", "r", "g", "b")
 """Columns of an entity-box array: centre (nodes), half-size (nodes), colour (0–255)."""
@@ -107,6 +114,9 @@ class RenderOptions:
             darkens each texel by up to this fraction.
         rgb: ``(H, W, 3)`` frames; False gives Craftium's grey frames.
         gray_scale_keepdim: grey frames as ``(H, W, 1)`` instead of ``(H, W)``.
+        threads: threads drawing one frame, the caller's included: the rows are cut into
+            ``BANDS_PER_THREAD`` bands per thread, dealt out in turn, each drawn by the kernel
+            without the GIL. Frames are the same for any number (each pixel is computed alone).
     """
 
     width: int = 64
@@ -120,9 +130,10 @@ class RenderOptions:
     texture_strength: float = 0.0
     rgb: bool = True
     gray_scale_keepdim: bool = False
+    threads: int = 1
 
     def __post_init__(self):
-        for name in ("width", "height"):
+        for name in ("width", "height", "threads"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -207,6 +218,7 @@ class Renderer:
         self._view_key: tuple[float, float] | None = None
         self._basis = np.eye(3)
         self._no_tops: dict[tuple[int, ...], np.ndarray] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     def top_row(self, grid: np.ndarray) -> int:
         """Highest row (y index) of ``grid`` holding a visible node, −1 when there is none."""
@@ -317,8 +329,47 @@ class Renderer:
         return to_grayscale(frame, self.options.gray_scale_keepdim)
 
     def _draw(self, *kernel_args) -> None:
-        """Fills the frame, ``kernel_args``' last, with ``_render_kernel``."""
-        _render_kernel(*kernel_args)
+        """Fills the frame, ``kernel_args``' last, with ``_render_kernel``: at once, or band by
+        band on ``options.threads`` threads."""
+        threads = self.options.threads
+        if threads == 1:
+            _render_kernel(*kernel_args)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="craft-render")
+        *head, pixel_rays, unit_rays, entities, sky, distance, fog, start, factors, texture, out = (
+            kernel_args
+        )
+        height, width = out.shape[0], out.shape[1]
+        edges = np.linspace(0, height, threads * BANDS_PER_THREAD + 1).astype(np.int64)
+
+        def draw_bands(first: int) -> None:
+            for band in range(first, len(edges) - 1, threads):
+                top, bottom = edges[band], edges[band + 1]
+                _render_kernel(
+                    *head,
+                    pixel_rays[top:bottom],
+                    unit_rays[top * width : bottom * width],
+                    entities,
+                    sky,
+                    distance,
+                    fog,
+                    start,
+                    factors,
+                    texture,
+                    out[top:bottom],
+                )
+
+        helpers = [self._pool.submit(draw_bands, first) for first in range(1, threads)]
+        draw_bands(0)
+        for helper in helpers:
+            helper.result()
+
+    def close(self) -> None:
+        """Ends the drawing threads, if any (a later frame starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def _horizon_of(self, heights, eye, origin) -> np.ndarray:
         """The horizon (``_horizon``) of ``heights`` around ``eye``, rebuilt only when the eye,

@@ -256,6 +256,7 @@ def test_world_seed_option_switches_world_and_validates():
         ({"seed": "abc"}, "seed"),
         ({"minetest_conf": {"fov": 200}}, "fov"),
         ({"minetest_conf": 3}, "minetest_conf"),
+        ({"render_threads": 0}, "render_threads"),
     ],
 )
 def test_bad_kwargs_raise_value_error_naming_the_kwarg(kwargs, name):
@@ -440,3 +441,21 @@ def test_reused_checked_actions_step_the_world_as_fresh_raw_dicts_do():
             break
     # Slots 2 and 3 pressed together: the higher one is selected, as with the raw dict.
     assert envs[0].sim.avatars[0].player.inventory.selected == 2
+
+
+def test_render_threads_give_the_same_observations_as_one():
+    """SpidersAttack: mobs (entity boxes) in the frames; episodes reset inside the 60 steps."""
+    kwargs = {"max_timesteps": 25, "obs_width": 48, "obs_height": 27}
+    one, banded = (
+        CraftEnv("SpidersAttack", **kwargs),
+        CraftEnv("SpidersAttack", render_threads=2, **kwargs),
+    )
+    np.testing.assert_array_equal(banded.reset(seed=4)[0], one.reset(seed=4)[0])
+    one.action_space.seed(0)
+    for _ in range(60):
+        action = one.action_space.sample()
+        ours, theirs = banded.step(action), one.step(action)
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        if theirs[2] or theirs[3]:
+            np.testing.assert_array_equal(banded.reset()[0], one.reset()[0])
+    banded.close()

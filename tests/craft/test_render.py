@@ -344,6 +344,24 @@ def test_kernel_draws_the_frames_of_the_numpy_reference(options):
     assert len(colours) > 20
 
 
+@pytest.mark.parametrize(("threads", "height"), [(2, 24), (3, 24), (3, 5)])
+def test_frames_drawn_in_bands_on_threads_are_the_frames_of_one_thread(threads, height):
+    """Five rows on three threads leaves some of the twelve bands empty."""
+    grid, light, entities = terrain_scene(2)
+    rng = np.random.default_rng(3)
+    one = renderer(width=40, height=height, texture_strength=0.2)
+    banded = renderer(width=40, height=height, texture_strength=0.2, threads=threads)
+    for i in range(8):
+        eye = np.array([15.2, 11.7, 15.9]) if i % 2 else np.array([16.0, 30.0, 5.0])
+        yaw, pitch = rng.uniform(0.0, 360.0), rng.uniform(-90.0, 90.0)
+        kwargs = {"entities": entities, "light": light if i % 4 < 2 else None}
+        np.testing.assert_array_equal(
+            banded.render(grid, eye, yaw, pitch, **kwargs),
+            one.render(grid, eye, yaw, pitch, **kwargs),
+        )
+    banded.close()
+
+
 def test_top_row_is_the_highest_row_holding_a_visible_node():
     r = renderer()
     grid = empty_grid()
