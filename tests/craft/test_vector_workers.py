@@ -190,3 +190,13 @@ def test_workers_end_with_a_killed_process(signum):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_make_vec_passes_workers_to_the_vector_entry_point():
+    import gymnasium as gym
+
+    envs = gym.make_vec(
+        "omnigym:Craft/Room-v0", num_envs=2, vectorization_mode="vector_entry_point", workers=2
+    )
+    assert isinstance(envs, CraftWorkerVectorEnv) and envs.reset(seed=0)[0].shape[0] == 2
+    envs.close()
