@@ -182,6 +182,8 @@ class CraftVectorEnv(VectorEnv):
         **env_kwargs: Any,
     ):
         mode = check_vector_args(num_envs, autoreset_mode, copy, render_mode)
+        if isinstance(workers, bool) or workers != 1:  # other values go to vector_workers
+            raise ValueError(f"workers must be a positive int, got {workers!r}")
         if (
             not isinstance(render_threads, numbers.Integral)
             or isinstance(render_threads, bool)

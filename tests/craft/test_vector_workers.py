@@ -118,6 +118,7 @@ def test_copy_false_writes_every_step_into_one_buffer():
         ({"workers": 0}, "workers"),
         ({"workers": 3}, "workers"),
         ({"workers": "2"}, "workers"),
+        ({"workers": True}, "workers"),
         ({"workers": 2, "obs_width": 0}, "obs_width"),
         ({"workers": 2, "copy": 1}, "copy"),
         ({"workers": 2, "backend": "luanti"}, "workers"),
