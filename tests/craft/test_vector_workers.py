@@ -18,7 +18,7 @@ from omnigym.processes import descendants, start_time
 from tests.craft.test_vector import assert_batch_equal, assert_infos_match
 from tests.kills import GRACE_SECONDS, running
 
-SMALL = {"max_timesteps": 12, "obs_width": 24, "obs_height": 24}
+SMALL = {"max_timesteps": 10, "obs_width": 24, "obs_height": 24}
 
 
 def test_split_gives_contiguous_shares_differing_by_at_most_one():
@@ -41,9 +41,9 @@ def test_join_infos_places_each_share_and_fills_what_a_share_lacks():
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 @pytest.mark.parametrize("obs_mode", ["rgb", "voxels"])
 def test_workers_give_the_one_process_batches_bit_for_bit(mode, obs_mode):
-    """Episodes of 12 steps end several times in 40 steps; every return equals one process's."""
+    """Episodes of 10 steps end several times in 30 steps; every return equals one process's."""
     kwargs = {"obs_mode": obs_mode, "autoreset_mode": mode, **SMALL}
-    ours = CraftVectorEnv("Room", 5, workers=3, **kwargs)
+    ours = CraftVectorEnv("Room", 5, workers=2, **kwargs)
     reference = CraftVectorEnv("Room", 5, **kwargs)
     assert isinstance(ours, CraftWorkerVectorEnv)
     assert ours.observation_space == reference.observation_space
@@ -52,7 +52,7 @@ def test_workers_give_the_one_process_batches_bit_for_bit(mode, obs_mode):
     assert_batch_equal(mine[0], theirs[0])
     assert_infos_match(mine[1], theirs[1], set())
     rng = np.random.default_rng(3)
-    for _ in range(40):
+    for _ in range(30):
         actions = rng.integers(ours.single_action_space.n, size=5)
         mine, theirs = ours.step(actions), reference.step(actions)
         assert_batch_equal(mine[0], theirs[0])
