@@ -91,19 +91,12 @@ class SharedObservations:
         self.fd = os.memfd_create("omnigym-craft-obs", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, self.nbytes)
         self.memory = mmap.mmap(self.fd, self.nbytes)
-        roots = [
-            np.frombuffer(self.memory, dtype, int(np.prod(shape)), offset)
-            for _, shape, dtype, offset in self.layout
-        ]
-        shaped = {
-            key: root.reshape(shape)
-            for root, (key, shape, _, _) in zip(roots, self.layout, strict=True)
-        }
+        shaped = dict(shaped_views(self.memory, self.layout))
         self.arrays = shaped.get(None, shaped)
         # A view of a view has the first array as its base: a view of a returned array holds
-        # its root, so both are watched.
-        self._watched = [*roots, *shaped.values()]
-        del roots, shaped  # counted references are the ones this object keeps
+        # the flat array under it, so both are watched.
+        self._watched = [*(array.base for array in shaped.values()), *shaped.values()]
+        del shaped  # counted references are the ones this object keeps
         self._held = self._references()
 
     def _references(self) -> list[int]:
@@ -123,12 +116,15 @@ class SharedObservations:
             self.fd = -1
 
 
+def shaped_views(memory: mmap.mmap, layout):
+    """``(key, array)`` for each entry of ``layout``: its shape over its bytes of ``memory``."""
+    for key, shape, dtype, offset in layout:
+        yield key, np.frombuffer(memory, dtype, int(np.prod(shape)), offset).reshape(shape)
+
+
 def views(memory: mmap.mmap, layout, rows: slice = slice(None)):
     """The arrays of ``layout`` in ``memory``, each cut to ``rows`` (a worker's worlds)."""
-    arrays = {
-        key: np.frombuffer(memory, dtype, int(np.prod(shape)), offset).reshape(shape)[rows]
-        for key, shape, dtype, offset in layout
-    }
+    arrays = {key: array[rows] for key, array in shaped_views(memory, layout)}
     return arrays.get(None, arrays)
 
 
