@@ -58,8 +58,10 @@ llm: $(STAMP)
 demo: $(STAMP) stockfish
 	$(BIN)/omnigym run scenarios/quickstart.yaml --out results/quickstart
 
+# Two pytest workers (the CI machine's two cores), each test file whole on one worker so that
+# its module fixtures are built once.
 test: $(STAMP) stockfish luanti
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP) stockfish luanti
 	$(BIN)/python -m benchmarks.run --out benchmarks/results.json
