@@ -12,10 +12,15 @@ maximises reward only there. The algorithm, top to bottom:
    *smallest* in-support Q_h: the most feasible action the data shows.
 3. Reward values by IQL: Q_r(s, a) ← r + γ·V_r(s′), V_r fitted to the target-network Q_r by an
    expectile 0.9 (the largest in-support Q_r).
-4. Actor by weighted behaviour cloning (maximum likelihood of dataset actions):
-   weight exp(3·(Q_r − V_r)) clipped at 100 in feasible states (V_h ≤ 0 and Q_h ≤ 0), and
-   exp(5·(V_h − Q_h)) clipped at 150 elsewhere (infeasible: the action that lowers the
-   feasibility value most is copied).
+4. Actor by weighted behaviour cloning (maximum likelihood of dataset actions), three cases:
+   in a feasible state (V_h ≤ 0) an action that keeps it feasible (Q_h ≤ 0) weighs
+   exp(3·(Q_r − V_r)), clipped at 100, and one that does not weighs 0; in an infeasible state
+   (V_h > 0) every action weighs exp(5·(V_h − Q_h)) clipped to [1, 150]: the data's actions
+   are copied, those that lower the feasibility value most the most. The floor of 1 is that of
+   FISOR's published implementation (its actor update clips the infeasible weight to
+   [1, cost_ub]); without it an infeasible state's actions weigh exp(5·(V_h − Q_h)) < 1
+   wherever Q_h is above V_h, a low expectile, so most of them weigh nearly 0 and the actor
+   learns little where it must recover (measured in ``docs/safety.md``).
 5. At test time FISOR samples 16 actions from its diffusion actor and plays the one with the
    lowest Q_h; here the Gaussian actor plays its mean action (``candidates`` > 1 restores the
    sampled rule, the mean being one of the candidates).
@@ -29,9 +34,6 @@ Departures from the paper, each deliberate:
   never saw: measured on Safe/PointRun-v0 (3,000 updates, seed 0, 10 episodes at κ = 5), the
   sampled rule played actions 1.0 away from the mean and cost 33× the threshold at normalized
   reward −1.25; the same networks with the mean action cost 0 at reward 0.42;
-- the weight follows the two-case form above: in a feasible state an infeasible action
-  (Q_h > 0) falls under the second case, exp(5·(V_h − Q_h)) with V_h − Q_h < 0, a small weight
-  where the paper gives zero;
 - 128 × 128 MLPs (FISOR's networks are larger), so that 30k updates fit the 5 minutes
   per (task, seed) budgeted for each baseline on two CPU cores;
 - twin critics on both sides (the minimum of the reward pair, the maximum of the feasibility
@@ -97,14 +99,17 @@ def policy_weights(
     reward_clip: float = 100.0,
     cost_clip: float = 150.0,
 ) -> torch.Tensor:
-    """FISOR's behaviour-cloning weights: reward advantage where feasible, feasibility
-    advantage elsewhere (step 4 above; the exponent is clipped before ``exp`` to stay finite)."""
-    feasible = (v_h <= 0) & (q_h <= 0)
+    """FISOR's behaviour-cloning weights (step 4 above): the reward advantage for a feasible
+    state's feasible actions, 0 for its infeasible ones, the feasibility advantage clipped to
+    [1, ``cost_clip``] in an infeasible state (exponents clipped before ``exp``)."""
     reward_weight = torch.exp(
         (reward_temperature * (q_r - v_r)).clamp(max=float(np.log(reward_clip)))
     )
-    cost_weight = torch.exp((cost_temperature * (v_h - q_h)).clamp(max=float(np.log(cost_clip))))
-    return torch.where(feasible, reward_weight, cost_weight)
+    cost_weight = torch.exp(
+        (cost_temperature * (v_h - q_h)).clamp(min=0.0, max=float(np.log(cost_clip)))
+    )
+    feasible_weight = torch.where(q_h <= 0, reward_weight, torch.zeros_like(reward_weight))
+    return torch.where(v_h <= 0, feasible_weight, cost_weight)
 
 
 class TwinQ(nn.Module):

@@ -60,6 +60,7 @@ def test_reversed_expectile_pulls_the_value_to_the_low_end():
 
 
 def test_weights_switch_between_reward_and_feasibility_advantages_and_clip():
+    # the three cases of FISOR's published actor update
     q_r = torch.tensor([1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
     v_r = torch.tensor([0.5, -2.0, 0.0, 0.0, 0.0, 0.0])
     q_h = torch.tensor([-1.0, -1.0, 1.0, 2.0, 3.0, -5.0])
@@ -68,8 +69,8 @@ def test_weights_switch_between_reward_and_feasibility_advantages_and_clip():
     assert weights[0] == pytest.approx(np.exp(3 * 0.5))  # feasible: exp(3·(Q_r − V_r))
     assert weights[1] == pytest.approx(100.0)  # exp(9) clipped at 100
     assert weights[2] == pytest.approx(np.exp(5 * 1.0))  # infeasible: exp(5·(V_h − Q_h))
-    assert weights[3] == pytest.approx(np.exp(-5.0))
-    assert weights[4] == pytest.approx(np.exp(-20.0))  # V_h ≤ 0 but Q_h > 0: not feasible
+    assert weights[3] == pytest.approx(1.0)  # exp(−5) raised to the floor of 1 (FISOR's code)
+    assert weights[4] == 0.0  # V_h ≤ 0 but Q_h > 0: an action that loses feasibility
     assert weights[5] == pytest.approx(150.0)  # exp(225) clipped at 150
 
 
