@@ -1,4 +1,4 @@
-"""FISOR-lite: feasibility-guided safe offline RL with a weighted-BC Gaussian actor.
+"""FISOR-lite: feasibility-guided safe offline RL with a weighted-BC Gaussian or diffusion actor.
 
 Follows FISOR (Zheng et al., "Safe Offline Reinforcement Learning with Feasibility-Guided Diffusion
 Model", ICLR 2024) with a Gaussian actor (``docs/safety.md``). FISOR treats the constraint as hard:
@@ -22,13 +22,16 @@ maximises reward only there. The algorithm, top to bottom:
    wherever Q_h is above V_h, a low expectile, so most of them weigh nearly 0 and the actor
    learns little where it must recover (measured in ``docs/safety.md``).
 5. At test time FISOR samples 16 actions from its diffusion actor and plays the one with the
-   lowest Q_h; here the Gaussian actor plays its mean action (``candidates`` > 1 restores the
-   sampled rule, the mean being one of the candidates).
+   lowest Q_h. ``actor="diffusion"`` builds that actor (``diffusion.py``: a T = 5 DDPM trained
+   by weighted denoising) and with ``candidates=16, candidate_spread=1`` plays that rule; the
+   default Gaussian actor plays its mean action (``candidates`` > 1: the lowest-Q_h of the mean
+   and samples).
 
 Departures from the paper, each deliberate:
 
-- the actor is the tanh-Gaussian MLP of ``omnigym.agents.safety.offline`` (the "lite" in the
-  name), not FISOR's diffusion model; the weight function is the same. A diffusion actor's
+- by default the actor is the tanh-Gaussian MLP of ``omnigym.agents.safety.offline`` (the
+  "lite" in the name), not FISOR's diffusion model (``actor="diffusion"``); the weight function
+  is the same. A diffusion actor's
   samples stay in the data's support, a Gaussian's do not (its log-std reaches 2 where the
   weighted data has several modes), so the lowest-Q_h of its samples is an action the critic
   never saw: measured on Safe/PointRun-v0 (3,000 updates, seed 0, 10 episodes at κ = 5), the
@@ -52,9 +55,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .diffusion import ACTORS, DEFAULT_STEPS, make_actor
 from .offline import (
     Batches,
-    GaussianPolicy,
     Normaliser,
     OfflineAgent,
     check_candidates,
@@ -133,8 +136,10 @@ class FISORLite(OfflineAgent):
     value regressions), ``reward_temperature``/``reward_clip`` and
     ``cost_temperature``/``cost_clip`` (the actor weights), ``candidates`` (1: the mean action;
     more: the lowest-Q_h of the mean and samples) and ``candidate_spread`` (the samples' share of
-    the actor's standard deviation); ``load`` takes new values of these two. FISOR needs no cost
-    threshold: the constraint is "cost zero" throughout.
+    the actor's standard deviation, or the diffusion sampler's temperature); ``load`` takes new
+    values of these two. ``actor`` is ``"gaussian"`` (default) or ``"diffusion"`` (FISOR's, with
+    ``diffusion_steps`` denoising steps). FISOR needs no cost threshold: the constraint is "cost
+    zero" throughout.
 
     ``losses`` holds one value per update for ``reward_q``, ``reward_v``, ``cost_q``,
     ``cost_v`` and ``actor``; ``regions`` counts the steps played in ``feasible`` states
@@ -161,7 +166,11 @@ class FISORLite(OfflineAgent):
         cost_clip: float = 150.0,
         candidates: int = 1,
         candidate_spread: float = 1.0,
+        actor: str = "gaussian",
+        diffusion_steps: int = DEFAULT_STEPS,
     ):
+        if actor not in ACTORS:
+            raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
         for key, value, low, high in (
             ("gamma", gamma, 0.0, 1.0),
             ("reward_expectile", reward_expectile, 0.0, 1.0),
@@ -198,6 +207,8 @@ class FISORLite(OfflineAgent):
             cost_clip=cost_clip,
             candidates=candidates,
             candidate_spread=candidate_spread,
+            actor=actor,
+            diffusion_steps=diffusion_steps,
         )
         self.losses: dict[str, list[float]] = {
             key: [] for key in ("reward_q", "reward_v", "cost_q", "cost_v", "actor")
@@ -216,7 +227,9 @@ class FISORLite(OfflineAgent):
             "cost_q": cost_q,
             "cost_q_target": copy.deepcopy(cost_q).requires_grad_(False),
             "cost_v": mlp([obs_dim, *hidden, 1]),
-            "actor": GaussianPolicy(obs_dim, act_dim, hidden),
+            "actor": make_actor(
+                self.config["actor"], obs_dim, act_dim, hidden, self.config["diffusion_steps"]
+            ),
         }
 
     def train(self, data: dict[str, np.ndarray], budget: int) -> None:
@@ -225,6 +238,8 @@ class FISORLite(OfflineAgent):
         if self.updates == 0:
             m["normaliser"].fit(np.asarray(data["observations"], dtype=np.float32))
         batches = Batches(data, self.seed + self.updates)
+        # the diffusion actor's steps and noise (a stream of its own: the Gaussian draws none)
+        generator = torch.Generator().manual_seed(7919 * (self.seed + 1) + self.updates)
         learned = ("reward_q", "reward_v", "cost_q", "cost_v", "actor")
         # The five losses touch disjoint parameters (every target is computed without
         # gradient), so one optimiser over their sum equals five separate Adam steps.
@@ -273,7 +288,8 @@ class FISORLite(OfflineAgent):
                 c["reward_clip"],
                 c["cost_clip"],
             )
-            losses["actor"] = -(weights * m["actor"].log_prob(obs, actions)).mean()
+            fit = m["actor"].imitation_loss(obs, actions, generator)
+            losses["actor"] = (weights * fit).mean()
 
             optimiser.zero_grad()
             sum(losses.values()).backward()

@@ -156,6 +156,16 @@ class GaussianPolicy(nn.Module):
         noise = torch.randn(mean.shape, generator=generator)
         return torch.tanh(mean + spread * log_std.exp() * noise)
 
+    def candidate_actions(
+        self, state: torch.Tensor, n: int, generator: torch.Generator, spread: float
+    ) -> torch.Tensor:
+        """The candidates of ``safest_candidate`` in one ``state``: the mean action and n − 1
+        samples at ``spread``."""
+        mean = self.mean_action(state)
+        if n == 1:
+            return mean
+        return torch.cat([mean, self.sample(state.expand(n - 1, -1), generator, spread)])
+
     def log_prob(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         mean, log_std = self._moments(obs)
         clipped = actions.clamp(-0.999, 0.999)
@@ -164,9 +174,16 @@ class GaussianPolicy(nn.Module):
         correction = torch.log1p(-clipped.pow(2) + 1e-6)
         return (normal.log_prob(pre_tanh) - correction).sum(-1)
 
+    def imitation_loss(
+        self, obs: torch.Tensor, actions: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """−log π(a | s) of each row (for weighted BC; ``generator`` unused, as the diffusion
+        actor's ``imitation_loss`` takes one)."""
+        return -self.log_prob(obs, actions)
+
 
 def safest_candidate(
-    policy: GaussianPolicy,
+    policy: nn.Module,
     state: torch.Tensor,
     candidates: int,
     cost_value: Callable[[torch.Tensor], torch.Tensor],
@@ -174,14 +191,13 @@ def safest_candidate(
     spread: float = 1.0,
 ) -> torch.Tensor:
     """The action FISOR's and SDQC's rule plays in one ``state`` (a (1, d) row): of the
-    policy's mean action and ``candidates`` − 1 samples (drawn at ``spread`` times its standard
-    deviation), the one whose ``cost_value`` (Q_h of the candidate actions, one per row) is
-    lowest; with one candidate, the mean action."""
-    mean = policy.mean_action(state)
-    if candidates == 1:
-        return mean[0]
-    samples = policy.sample(state.expand(candidates - 1, -1), generator, spread)
-    actions = torch.cat([mean, samples])
+    policy's ``candidate_actions`` (a ``GaussianPolicy``'s mean and ``candidates`` − 1 samples
+    at ``spread`` times its standard deviation; a ``diffusion.DiffusionPolicy``'s ``candidates``
+    samples at temperature ``spread``), the one whose ``cost_value`` (Q_h of the candidate
+    actions, one per row) is lowest."""
+    actions = policy.candidate_actions(state, candidates, generator, spread)
+    if len(actions) == 1:
+        return actions[0]
     return actions[int(cost_value(actions).argmin())]
 
 
@@ -330,9 +346,9 @@ class OfflineAgent:
         record = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         if record["agent"] != self.name:
             raise ValueError(f"{folder} holds a {record['agent']} agent, not {self.name}")
-        # an acting setting the checkpoint predates keeps this agent's (constructor) value
-        kept = {k: self.config[k] for k in self.acting_keys if k in self.config}
-        self.config = {**kept, **record["config"], **acting}
+        # a setting the checkpoint predates (an acting rule, the actor's kind) keeps this
+        # agent's constructor value, whose default is what the older code did
+        self.config = {**self.config, **record["config"], **acting}
         self.check_acting()
         self.seed = int(record["seed"])
         self.updates = int(record["updates"])

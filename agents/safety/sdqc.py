@@ -47,7 +47,9 @@ Departures from the paper, and why:
   128, 32 states compared per side and update); the budget is counted in gradient updates.
   ``DEFAULT_BUDGET`` = 7,000 takes about 4.5 CPU minutes per task and seed on one torch thread
   (``benchmarks/safe_train.py``);
-- the policies are tanh-Gaussians, not diffusion models, and so act with their mean by default:
+- the policies are tanh-Gaussians by default, not diffusion models (``actor="diffusion"``
+  builds the paper's: ``diffusion.py``, trained by the same weights on the denoising loss,
+  acting by the lowest Q_h of ``candidates`` samples), and so act with their mean by default:
   a Gaussian fitted by weighted BC to several modes of behaviour is wide (log-std up to 2), its
   samples fall outside the data, and the lowest-Q_h sample is then an action the critic never
   saw. Measured on Safe/PointRun-v0 (2,000 updates, seed 0, 10 episodes at κ = 5): the sampled
@@ -55,7 +57,8 @@ Departures from the paper, and why:
   with standardised observations and the mean action the cost is 0;
 - without ``obs_groups`` (Bullet tasks) only ``"mlp"`` is available and both encoders read the
   whole observation;
-- the paper's alternative behaviour model, a T = 5 DDPM, is not provided; the CVAE is;
+- the behaviour model is a CVAE by default; ``behaviour="diffusion"`` is the paper's other
+  choice, a T = 5 DDPM (both only sample the K in-support actions of the contrastive loss);
 - ``q_guard`` is this project's addition. The regions come from V_h, an expectile over the
   data's actions, so π_r keeps a state the data never shows (on CarCircle1: driving straight at
   the boundary at full speed, V_h^low = −1.0 at x = 1.32) until V_h jumps at the wall; Q_h of
@@ -77,10 +80,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import fisor
+from .diffusion import ACTORS, DEFAULT_STEPS, DiffusionPolicy, make_actor
 from .fisor import expectile_loss
 from .offline import (
     Batches,
-    GaussianPolicy,
     Normaliser,
     OfflineAgent,
     mlp,
@@ -90,6 +93,7 @@ from .offline import (
 DEFAULT_BUDGET = 7_000
 REWARD_WEIGHT_CLIP, COST_WEIGHT_CLIP = 100.0, 150.0
 ENCODERS = ("atn", "mlp")
+BEHAVIOURS = ("cvae", "diffusion")
 REWARD, TRANSITION, COST = 0, 1, 2  # the policy codes of ``choose_policy``
 POLICY_NAMES = {REWARD: "pi_r", TRANSITION: "pi_to", COST: "pi_h"}
 
@@ -262,6 +266,23 @@ class BehaviourCVAE(nn.Module):
         return self.decode(rows, latent).reshape(len(obs), n, -1)
 
 
+class BehaviourDiffusion(nn.Module):
+    """The paper's other behaviour model: an unweighted DDPM of the data's actions
+    (``diffusion.DiffusionPolicy``) behind the CVAE's ``loss`` and ``sample``."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int, steps: int):
+        super().__init__()
+        self.model = DiffusionPolicy(obs_dim, act_dim, (hidden, hidden), steps)
+
+    def loss(self, obs: torch.Tensor, actions: torch.Tensor, generator: torch.Generator):
+        return self.model.imitation_loss(obs, actions, generator).mean()
+
+    def sample(self, obs: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+        """``n`` actions per observation: (batch, n, act_dim)."""
+        rows = obs.repeat_interleave(n, dim=0)
+        return self.model.sample(rows, generator).reshape(len(obs), n, -1)
+
+
 # ---- the agent -------------------------------------------------------------------------------
 
 
@@ -279,7 +300,9 @@ class SDQC(OfflineAgent):
     (1: the active policy's mean action; more: the lowest-Q_h of its mean and samples) and
     ``candidate_spread`` (the samples' share of the policy's standard deviation) and
     ``q_guard`` (π_h's action where π_r's or π_to's has Q_h > 0); ``load`` takes new values of
-    these three.
+    these three. ``actor``: ``"gaussian"`` (default) or ``"diffusion"`` (the paper's policies,
+    ``diffusion_steps`` denoising steps; ``candidate_spread`` is then the sampler's temperature);
+    ``behaviour``: ``"cvae"`` (default) or ``"diffusion"`` (a DDPM of the same steps).
 
     ``losses`` keeps one entry per update of every loss: ``behaviour`` (CVAE, its updates
     only), ``v_r``, ``q_r``, ``v_h_low``, ``v_h_up``, ``q_h``, ``contrastive_r`` and
@@ -322,9 +345,16 @@ class SDQC(OfflineAgent):
         candidates: int = 1,
         candidate_spread: float = 1.0,
         q_guard: bool = True,
+        actor: str = "gaussian",
+        behaviour: str = "cvae",
+        diffusion_steps: int = DEFAULT_STEPS,
     ):
         if encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
+        if actor not in ACTORS:
+            raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
+        if behaviour not in BEHAVIOURS:
+            raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
         if obs_groups is None and env is not None:
             obs_groups = getattr(env.unwrapped, "obs_groups", None)
         groups = None if obs_groups is None else groups_as_lists(obs_groups)
@@ -377,6 +407,9 @@ class SDQC(OfflineAgent):
             candidates=candidates,
             candidate_spread=candidate_spread,
             q_guard=q_guard,
+            actor=actor,
+            behaviour=behaviour,
+            diffusion_steps=diffusion_steps,
         )
         self.check_acting()
         self.losses: dict[str, list[float]] = {}
@@ -398,21 +431,31 @@ class SDQC(OfflineAgent):
         columns = None if seen is None else [i for a, b in seen for i in range(a, b)]
         return ColumnsMLPEncoder(obs_dim, columns, c["hidden"], c["z_dim"])
 
+    def _actor(self, in_dim: int, act_dim: int) -> nn.Module:
+        c = self.config
+        return make_actor(
+            c["actor"], in_dim, act_dim, (c["hidden"], c["hidden"]), c["diffusion_steps"]
+        )
+
     def build(self, obs_dim: int, act_dim: int) -> None:
         c = self.config
         z, hidden = c["z_dim"], c["hidden"]
         self.modules = {
             "normaliser": Normaliser(obs_dim),
-            "behaviour": BehaviourCVAE(obs_dim, act_dim, hidden),
+            "behaviour": (
+                BehaviourCVAE(obs_dim, act_dim, hidden)
+                if c["behaviour"] == "cvae"
+                else BehaviourDiffusion(obs_dim, act_dim, hidden, c["diffusion_steps"])
+            ),
             "enc_r": self._encoder(obs_dim, "reward"),
             "q_r": TwinQ(z, act_dim, hidden),
             "v_r": mlp([z, hidden, hidden, 1]),
             "enc_h": self._encoder(obs_dim, "cost"),
             "q_h": TwinQ(z, act_dim, hidden),
             "v_h": mlp([z, hidden, hidden, 2]),  # columns: V_h^low, V_h^up
-            "pi_r": GaussianPolicy(z, act_dim, (hidden, hidden)),
-            "pi_h": GaussianPolicy(z, act_dim, (hidden, hidden)),
-            "pi_to": GaussianPolicy(2 * z, act_dim, (hidden, hidden)),
+            "pi_r": self._actor(z, act_dim),
+            "pi_h": self._actor(z, act_dim),
+            "pi_to": self._actor(2 * z, act_dim),
         }
         with torch.no_grad():  # start where a state that never violates ends: h = −1
             for head in (*self.modules["q_h"].heads, self.modules["v_h"]):
@@ -489,7 +532,9 @@ class SDQC(OfflineAgent):
         losses["total"] = losses["values"] + c["delta"] * contrastive
         return losses
 
-    def actor_losses(self, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def actor_losses(
+        self, batch: Mapping[str, torch.Tensor], generator: torch.Generator | None = None
+    ) -> dict[str, torch.Tensor]:
         """Weighted BC of π_r, π_h and π_to, each on its own region of the V_h bounds (zero
         for a policy whose region holds no state of the batch); ``total`` is their sum."""
         c, m = self.config, self.modules
@@ -510,17 +555,17 @@ class SDQC(OfflineAgent):
                 .clamp(max=REWARD_WEIGHT_CLIP)
             )
         terms = {
-            "pi_r": (m["pi_r"].log_prob(z_r, actions), weight_r, region == REWARD),
-            "pi_h": (m["pi_h"].log_prob(z_h, actions), weight_h, region == COST),
+            "pi_r": (m["pi_r"].imitation_loss(z_r, actions, generator), weight_r, region == REWARD),
+            "pi_h": (m["pi_h"].imitation_loss(z_h, actions, generator), weight_h, region == COST),
             "pi_to": (
-                m["pi_to"].log_prob(torch.cat([z_r, z_h], -1), actions),
+                m["pi_to"].imitation_loss(torch.cat([z_r, z_h], -1), actions, generator),
                 weight_to,
                 region == TRANSITION,
             ),
         }
         losses = {
-            name: -(w * mask * lp).sum() / mask.sum().clamp(min=1)
-            for name, (lp, w, mask) in terms.items()
+            name: (w * mask * fit).sum() / mask.sum().clamp(min=1)
+            for name, (fit, w, mask) in terms.items()
         }
         losses["total"] = sum(losses.values())
         return losses
@@ -551,7 +596,7 @@ class SDQC(OfflineAgent):
             batch = batches.sample(c["batch_size"])
             critic = self.critic_losses(batch, generator)
             _step(critic_opt, critic["total"])
-            actor = self.actor_losses(batch)
+            actor = self.actor_losses(batch, generator)
             _step(actor_opt, actor["total"])
             with torch.no_grad():
                 for key in ("enc_r", "q_r", "enc_h", "q_h"):
