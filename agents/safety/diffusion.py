@@ -43,12 +43,19 @@ def vp_betas(steps: int) -> torch.Tensor:
     return (1 - alpha).float()
 
 
-def time_embedding(t: torch.Tensor, dim: int = TIME_DIM) -> torch.Tensor:
-    """Sinusoidal features of integer steps ``t`` (batch,) → (batch, ``dim``)."""
+def time_frequencies(dim: int = TIME_DIM) -> torch.Tensor:
+    """The ``dim`` / 2 frequencies of the sinusoidal step embedding, 1 down to 1/1000."""
     half = dim // 2
-    frequencies = torch.exp(-math.log(1000.0) * torch.arange(half) / max(half - 1, 1))
-    angles = t.float()[:, None] * frequencies[None]
-    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+    return torch.exp(-math.log(1000.0) * torch.arange(half) / max(half - 1, 1))
+
+
+def check_actor(actor: str, steps: int) -> None:
+    """``ValueError`` naming the setting unless ``actor`` is one of ``ACTORS`` and ``steps`` (the
+    diffusion steps) a positive int."""
+    if actor not in ACTORS:
+        raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"diffusion steps must be a positive int, got {steps!r}")
 
 
 class DiffusionPolicy(nn.Module):
@@ -57,11 +64,14 @@ class DiffusionPolicy(nn.Module):
     per row, for weighted BC), ``sample`` and ``mean_action``."""
 
     def __init__(
-        self, obs_dim: int, act_dim: int, hidden: Sequence[int] = (256, 256), steps: int = 5
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        steps: int = DEFAULT_STEPS,
     ):
         super().__init__()
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"diffusion steps must be a positive int, got {steps!r}")
+        check_actor("diffusion", steps)
         self.act_dim, self.steps = act_dim, steps
         self.noise = mlp([obs_dim + act_dim + TIME_DIM, *hidden, act_dim], activation=nn.Mish)
         betas = vp_betas(steps)
@@ -69,9 +79,11 @@ class DiffusionPolicy(nn.Module):
         self.register_buffer("betas", betas, persistent=False)
         self.register_buffer("alphas", alphas, persistent=False)
         self.register_buffer("alpha_bars", torch.cumprod(alphas, 0), persistent=False)
+        self.register_buffer("frequencies", time_frequencies(), persistent=False)
 
     def predict_noise(self, obs: torch.Tensor, noisy: torch.Tensor, t: torch.Tensor):
-        return self.noise(torch.cat([obs, noisy, time_embedding(t)], dim=-1))
+        angles = t.float()[:, None] * self.frequencies[None]  # the step's sinusoidal embedding
+        return self.noise(torch.cat([obs, noisy, angles.sin(), angles.cos()], dim=-1))
 
     def imitation_loss(
         self, obs: torch.Tensor, actions: torch.Tensor, generator: torch.Generator | None = None
@@ -121,6 +133,5 @@ def make_actor(
     ``"diffusion"`` (``DiffusionPolicy`` with ``steps`` denoising steps)."""
     if kind == "gaussian":
         return GaussianPolicy(obs_dim, act_dim, hidden)
-    if kind == "diffusion":
-        return DiffusionPolicy(obs_dim, act_dim, hidden, steps)
-    raise ValueError(f"actor must be one of {ACTORS}, got {kind!r}")
+    check_actor(kind, steps)
+    return DiffusionPolicy(obs_dim, act_dim, hidden, steps)

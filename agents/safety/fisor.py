@@ -1,9 +1,9 @@
 """FISOR-lite: feasibility-guided safe offline RL with a weighted-BC Gaussian or diffusion actor.
 
 Follows FISOR (Zheng et al., "Safe Offline Reinforcement Learning with Feasibility-Guided Diffusion
-Model", ICLR 2024) with a Gaussian actor (``docs/safety.md``). FISOR treats the constraint as hard:
-a state is feasible when some in-support policy keeps the cost at zero forever, and the agent
-maximises reward only there. The algorithm, top to bottom:
+Model", ICLR 2024), with a Gaussian actor by default (``docs/safety.md``). FISOR treats the
+constraint as hard: a state is feasible when some in-support policy keeps the cost at zero
+forever, and the agent maximises reward only there. The algorithm, top to bottom:
 
 1. Cost as a constraint signal: h(s, a) = +25 where cost > 0, −1 otherwise (negative = safe).
 2. Feasibility value (Hamilton–Jacobi reachability in discounted form):
@@ -55,7 +55,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .diffusion import ACTORS, DEFAULT_STEPS, make_actor
+from .diffusion import DEFAULT_STEPS, check_actor, make_actor
 from .offline import (
     Batches,
     Normaliser,
@@ -134,8 +134,9 @@ class FISORLite(OfflineAgent):
     Arguments: ``hidden`` (MLP widths of every network), ``lr``, ``batch_size``, ``gamma``,
     ``polyak`` (target-network step), ``reward_expectile`` and ``cost_expectile`` (τ of the two
     value regressions), ``reward_temperature``/``reward_clip`` and
-    ``cost_temperature``/``cost_clip`` (the actor weights), ``candidates`` (1: the mean action;
-    more: the lowest-Q_h of the mean and samples) and ``candidate_spread`` (the samples' share of
+    ``cost_temperature``/``cost_clip`` (the actor weights), ``candidates`` (1: the mean action,
+    one sample for the diffusion actor; more: the lowest-Q_h of the mean and samples, of samples
+    only for the diffusion actor) and ``candidate_spread`` (the samples' share of
     the actor's standard deviation, or the diffusion sampler's temperature); ``load`` takes new
     values of these two. ``actor`` is ``"gaussian"`` (default) or ``"diffusion"`` (FISOR's, with
     ``diffusion_steps`` denoising steps). FISOR needs no cost threshold: the constraint is "cost
@@ -169,8 +170,7 @@ class FISORLite(OfflineAgent):
         actor: str = "gaussian",
         diffusion_steps: int = DEFAULT_STEPS,
     ):
-        if actor not in ACTORS:
-            raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
+        check_actor(actor, diffusion_steps)
         for key, value, low, high in (
             ("gamma", gamma, 0.0, 1.0),
             ("reward_expectile", reward_expectile, 0.0, 1.0),

@@ -80,7 +80,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import fisor
-from .diffusion import ACTORS, DEFAULT_STEPS, DiffusionPolicy, make_actor
+from .diffusion import DEFAULT_STEPS, DiffusionPolicy, check_actor, make_actor
 from .fisor import expectile_loss
 from .offline import (
     Batches,
@@ -297,7 +297,8 @@ class SDQC(OfflineAgent):
     ``expectile_r``, ``expectile_h_low``, ``expectile_h_up``, ``iota_r``, ``iota_h``,
     ``iota_to`` (policy temperatures), ``batch_size``, ``lr``, ``tau`` (target update rate),
     ``behaviour_fraction`` (share of the budget spent pre-training the CVAE), ``candidates``
-    (1: the active policy's mean action; more: the lowest-Q_h of its mean and samples) and
+    (1: the active policy's mean action, one sample for the diffusion actor; more: the
+    lowest-Q_h of its mean and samples, of samples only for the diffusion actor) and
     ``candidate_spread`` (the samples' share of the policy's standard deviation) and
     ``q_guard`` (π_h's action where π_r's or π_to's has Q_h > 0); ``load`` takes new values of
     these three. ``actor``: ``"gaussian"`` (default) or ``"diffusion"`` (the paper's policies,
@@ -351,8 +352,7 @@ class SDQC(OfflineAgent):
     ):
         if encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
-        if actor not in ACTORS:
-            raise ValueError(f"actor must be one of {ACTORS}, got {actor!r}")
+        check_actor(actor, diffusion_steps)
         if behaviour not in BEHAVIOURS:
             raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
         if obs_groups is None and env is not None:
