@@ -585,6 +585,9 @@ class SDQC(OfflineAgent):
         behaviour_opt = torch.optim.Adam(_p(m["behaviour"]), lr=c["lr"], foreach=True)
         critic_opt = torch.optim.Adam(critic_params, lr=c["lr"], foreach=True)
         actor_opt = torch.optim.Adam(actor_params, lr=c["lr"], foreach=True)
+        tracked = ("enc_r", "q_r", "enc_h", "q_h")
+        targets = [p for key in tracked for p in _p(m[f"target_{key}"])]
+        online = [p for key in tracked for p in _p(m[key])]
         behaviour_updates = int(round(c["behaviour_fraction"] * budget))
         for _ in range(behaviour_updates):
             batch = batches.sample(c["batch_size"])
@@ -599,9 +602,7 @@ class SDQC(OfflineAgent):
             actor = self.actor_losses(batch, generator)
             _step(actor_opt, actor["total"])
             with torch.no_grad():
-                for key in ("enc_r", "q_r", "enc_h", "q_h"):
-                    for t, p in zip(_p(m[f"target_{key}"]), _p(m[key]), strict=True):
-                        t.lerp_(p, c["tau"])
+                torch._foreach_lerp_(targets, online, c["tau"])
             for name, loss in (*critic.items(), *actor.items()):
                 if name not in ("values", "total"):
                     self.losses.setdefault(name, []).append(loss.item())
